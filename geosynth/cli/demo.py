@@ -52,16 +52,16 @@ METHODS = {"paiva": "Paiva", "naive": "Naive"}
 #: The library's advice (as the message layer has rewritten it for release's options) -> what
 #: the demo, whose attributes, continuous column, releases and lattice are fixed, offers instead.
 #: The warnings named --cell-size and a region (the lattice's isolated cells, which only
-#: --grid 1x1 has here), coarser attributes (combinations with fewer than two cells of 3
-#: records at a small --n) and, where no combination has two, another lattice or no
+#: --grid 1x1 has here), coarser attributes (combinations with fewer than three cells of 3
+#: records at a small --n) and, where no combination has three, another lattice or no
 #: continuous column, none of which the demo has.
 ADVICE = {
     "a smaller --cell-size (a single cell has nothing to link to)":
         "a --grid of more than one cell (a 1x1 lattice's single cell has no neighbour)",
     "coarsen the lattice or the attributes that make them rare if that association matters":
         "raise --n, so that every combination holds more records",
-    "use a lattice whose cells hold 3 or more records in at least two places, or drop the "
-    "column": "use a --grid of more than one cell, or raise --n",
+    "use a lattice whose cells hold 3 or more records of a combination in at least 3 "
+    "places, or drop the column": "use a --grid of more cells, or raise --n",
 }
 #: Files under figures/ (the evaluation figures are "<method>_points" and "<method>_intervals").
 FIGURES = ["trace", "intensity"] + [f"{m}_{kind}" for m in METHODS for kind in ("points",

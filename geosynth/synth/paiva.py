@@ -105,6 +105,10 @@ MIN_FENCE_MEANS = 20
 #: or rounded ages, 0.5 % of exponential, 1 % of lognormal(σ = 0.5) and 7.5 % of
 #: lognormal(σ = 1) combinations had a mean withheld (0.05-0.7 % of their means).
 DOMINANCE_RATIO = 10.0
+#: A combination's cell means are centres only where it has this many cells of
+#: :data:`MIN_RECORDS_FOR_VALUES` or more records, judged and kept (:func:`kept_pairs`): of
+#: two, each is judged against the other alone, and two extreme values vouched for each other.
+MIN_JUDGED_CELLS = 3
 
 
 @runtime_checkable
@@ -672,18 +676,19 @@ def kept_pairs(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
     """(cell, combination) pairs whose raw mean the releases may centre on: (G, B) bool.
 
     Those holding at least :data:`MIN_RECORDS_FOR_VALUES` records (their mean is an aggregate
-    of that many; a mean of one or two records is their values) in a combination with another
-    such pair, whose mean is not outlying (:func:`outlying_means`: one extreme value among them
-    moves it far from the others'). A combination's only such pair has no mean of its own
+    of that many; a mean of one or two records is their values) in a combination with
+    :data:`MIN_JUDGED_CELLS` or more such pairs, whose mean is not outlying
+    (:func:`outlying_means`: one extreme value among them moves it far from the others'), as
+    long as that many are kept. A combination's only such pair has no mean of its own
     combination to be judged against, and the fences of all combinations miss an extreme value
     wherever the column's level depends on the attributes: a planted 60,000 among two incomes
     near 3,000, the one cell of three records of a rare combination among cells near 3,000 and
     30,000, came back as 59,950 from the mean of five releases (3 × their mean less the other
-    two), with no warning. Its combination's values are pooled instead
-    (:func:`synthetic_zbar`; :func:`warn_pooled_combinations` names it), and so are those of a
-    combination left with one such pair once the outlying ones are withheld: that pair had
-    been judged against the withheld one alone, and its mean became the centre of every
-    synthetic value of its combination (a planted 180,000 came back as 179,768).
+    two), with no warning. Two such pairs are judged each against the other alone: with an
+    extreme value in each (250,000 and 180,000 among incomes near 3,000), they vouched for each
+    other, and with one withheld, the other's mean became the centre of every synthetic value
+    of its combination (a planted 180,000 came back as 179,768). Such combinations' values are
+    pooled instead (:func:`synthetic_zbar`; :func:`warn_pooled_combinations` names them).
 
     Parameters
     ----------
@@ -695,7 +700,7 @@ def kept_pairs(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
     names = counts.covariates if covariate is None else [covariate]
     kept = _judgeable(counts) & ~np.logical_or.reduce([outlying_means(counts, name)
                                                        for name in names])
-    return kept & (kept.sum(axis=0) >= 2)  # a last one left would be published everywhere
+    return kept & (kept.sum(axis=0) >= MIN_JUDGED_CELLS)  # as few left as _judgeable allows
 
 
 def _enough_records(counts: CellCounts) -> np.ndarray:
@@ -704,9 +709,9 @@ def _enough_records(counts: CellCounts) -> np.ndarray:
 
 
 def _judgeable(counts: CellCounts) -> np.ndarray:
-    """Pairs of enough records whose combination has another such pair (:func:`kept_pairs`)."""
+    """Pairs of enough records in a combination of :data:`MIN_JUDGED_CELLS` such pairs or more."""
     enough = _enough_records(counts)
-    return enough & (enough.sum(axis=0) >= 2)
+    return enough & (enough.sum(axis=0) >= MIN_JUDGED_CELLS)
 
 
 def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
@@ -748,9 +753,13 @@ def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     :data:`DOMINANCE_RATIO` times as far beyond the pair's other values as they typically do
     (:func:`_dominated`): income near 3,000 in 10 cells and 30,000 in 64 others, a planted
     300,000 among 12 low incomes passed the fences of all 74 means and came back within 3 %.
-    Or where they pull its mean further from its level without them than the combination's
-    levels without them differ (:func:`_pulled`): an extreme value in half of a
-    combination's cells inflated what its extremes typically do.
+
+    Every combination's means, fences or not, are also withheld where their two largest (or
+    smallest) values pull them far further from their level without them than the
+    combination's levels without them differ (:func:`_pulled`): an extreme value in half of a
+    combination's cells inflated what its extremes typically do, and seven of 21 cells
+    holding one each moved its own fences (a planted 316,228 among incomes near 30,000 came
+    back within 2 %).
 
     This is a dominance rule for means (with the (n, k) rule's n = 2 largest contributors;
     Hundepool et al. 2012, *Statistical Disclosure Control*, §5.2), judged on the cell means
@@ -779,14 +788,14 @@ def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarr
         out[enough] = _outside_fences(raw[enough], trimmed[:, enough])
     excess = _excess_of_extremes(counts, name, raw)
     pulls, levels = _pulls(counts, name, raw)
-    typical = _typical_pulls(pulls[:, enough])
     for b in range(raw.shape[1]):  # and among its own combination's means, where they suffice
         own = enough[:, b]
+        if own.sum() > 1:  # by the pull of its extreme values on its mean, always
+            out[own, b] |= _pulled(pulls[:, own, b], levels[:, own, b])
         if own.sum() > MIN_FENCE_MEANS:
             out[own, b] |= _outside_fences(raw[own, b], trimmed[:, own, b])
-        elif own.sum() > 1:  # too few for fences: by the dominance of its extreme values alone
-            out[own, b] |= (_dominated(excess[:, own, b])
-                            | _pulled(pulls[:, own, b], levels[:, own, b], typical))
+        elif own.sum() > 1:  # too few for fences: by the dominance of its extreme values too
+            out[own, b] |= _dominated(excess[:, own, b])
     return out
 
 
@@ -803,30 +812,22 @@ def _pulls(counts: CellCounts, name: str, raw: np.ndarray) -> tuple[np.ndarray, 
     return np.stack([raw - levels[0], levels[1] - raw]), levels
 
 
-def _typical_pulls(pulls: np.ndarray) -> np.ndarray:
-    """Return the median pull of each side over every combination's pairs ``pulls`` (2, n): (2,).
-
-    0 where no pull is known: the floor of :func:`_pulled`'s spread, which a combination
-    whose levels tie (ages of 85, 85 and 86 in each cell) would otherwise have at 0.
-    """
-    return np.array([np.median(side[np.isfinite(side)]) if np.isfinite(side).any() else 0.0
-                     for side in pulls])
-
-
-def _pulled(pulls: np.ndarray, levels: np.ndarray, typical: np.ndarray) -> np.ndarray:
+def _pulled(pulls: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """Whether a combination's pairs are pulled by their extreme values past its levels: (m,).
 
     ``pulls`` and ``levels`` (2, m) are :func:`_pulls`' for a combination's m >= 2 pairs. A
     pair is pulled when its two largest (smallest) values move its mean by more than
     ``R^(1 + 1/(m − 1))`` times the spread of the combination's levels without them (``R`` =
-    :data:`DOMINANCE_RATIO`; the spread is the mean absolute deviation from their median, and
-    at least a tenth of ``typical``, the median pull of every combination's pairs, so that
-    levels that tie, as ages of 85, 85 and 86 in each cell do, are no zero spread), or when its
-    pull is unknown (counts without ``z_extremes``: they withhold these means rather than
-    publish them unjudged). The spread of m levels rests on m − 1 differences, and the chance
-    that it falls below 1/R of its usual size is of order R^−(m−1): the higher ratio for few
-    levels keeps two cells of six surgeons' ordinary incomes (two levels, one difference) from
-    being withheld in 46 data sets of 200 at ratio R, to 2 of 200.
+    :data:`DOMINANCE_RATIO`; the spread is the mean absolute deviation from their median), or
+    when its pull is unknown (counts without ``z_extremes``: they withhold these means rather
+    than publish them unjudged). Levels that tie pull against no spread: a floor taken from
+    other combinations' pulls let incomes of 0, 0 and one earner's in each cell through,
+    every earner's income given back by three times the cell's mean. The spread of m levels
+    rests on m − 1 differences, and the chance that it falls below 1/R of its usual size is
+    of order R^−(m−1): the higher ratio for few levels kept two cells of six surgeons'
+    ordinary incomes (two levels, one difference) from being withheld in 46 data sets of 200
+    at ratio R (2 of 200 at R²; a combination of two such cells is pooled now, whatever they
+    hold: :data:`MIN_JUDGED_CELLS`).
 
     :func:`_dominated` compares a pair's extremes with those of the combination's other pairs,
     which an extreme value in half of them inflated: two cells of three incomes near 3,000,
@@ -842,8 +843,7 @@ def _pulled(pulls: np.ndarray, levels: np.ndarray, typical: np.ndarray) -> np.nd
             level = levels[side, known]
             spread = np.mean(np.abs(level - np.median(level)))
             ratio = DOMINANCE_RATIO ** (1.0 + 1.0 / max(level.size - 1, 1))
-            floor = typical[side] / DOMINANCE_RATIO
-            out[known] |= pulls[side, known] > ratio * max(spread, floor)
+            out[known] |= pulls[side, known] > ratio * spread
     return out
 
 
@@ -1023,10 +1023,10 @@ def warn_withheld_means(counts: CellCounts) -> None:
 def warn_pooled_combinations(counts: CellCounts) -> None:
     """Say which combinations get synthetic values from the pooled means of all combinations.
 
-    A combination with fewer than two cells holding :data:`MIN_RECORDS_FOR_VALUES` of its
-    records (every combination of one or two records, those spread thinly, and those whose one
-    such cell has no other of its combination to be judged against: :func:`kept_pairs`)
-    centres its synthetic values
+    A combination with fewer than :data:`MIN_JUDGED_CELLS` cells holding
+    :data:`MIN_RECORDS_FOR_VALUES` of its records (every combination of one or two records,
+    those spread thinly, and those with too few such cells to judge each against the others:
+    :func:`kept_pairs`) centres its synthetic values
     on the means of the other combinations around each synthetic cell (:func:`synthetic_zbar`):
     their association with its attributes is not kept, so an analysis of the continuous
     column by those attributes would be biased towards no difference. So does a combination
@@ -1054,7 +1054,8 @@ def warn_pooled_combinations(counts: CellCounts) -> None:
 
     if few.any():
         warnings.warn(
-            f"{int(few.sum())} attribute combination(s) have fewer than two cells holding "
+            f"{int(few.sum())} attribute combination(s) have fewer than {MIN_JUDGED_CELLS} "
+            "cells holding "
             f"{MIN_RECORDS_FOR_VALUES} or more of their records ({named(np.flatnonzero(few))}): "
             f"their synthetic {', '.join(map(repr, counts.covariates))} follow the cell means "
             "of all combinations around their synthetic cells, not their own records' values "
@@ -1072,8 +1073,9 @@ def warn_pooled_combinations(counts: CellCounts) -> None:
                 f"({named(np.flatnonzero(withheld))}) follow the cell means of all "
                 "combinations around their synthetic cells: their cell means of "
                 f"{MIN_RECORDS_FOR_VALUES} or more of their records lie beyond the far-out "
-                "fences or are pulled by their extreme values, all or all but one (which "
-                "would be published alone), so that column keeps no association "
+                "fences or are pulled by their extreme values, leaving fewer than "
+                f"{MIN_JUDGED_CELLS} kept to be judged against each other, so that column "
+                "keeps no association "
                 f"with those attributes; top-code or transform {name!r} in the data (in "
                 "Python, before prepare()) if its extremes are real values to keep",
                 DataWarning,
@@ -1661,12 +1663,12 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
         pooled = means.var(ddof=1) if means.size > 1 else 0.0
     if not (np.isfinite(pooled) and pooled > 0.0):
         raise InputError(
-            f"the continuous column {name!r} has one cell mean for every record (fewer than two "
-            f"cells hold {MIN_RECORDS_FOR_VALUES} or more records of a combination, their "
-            "means are withheld as extreme, or they are equal): its synthetic values would "
+            f"the continuous column {name!r} has one cell mean for every record (no "
+            f"combination has {MIN_JUDGED_CELLS} or more cells of {MIN_RECORDS_FOR_VALUES} or "
+            "more records whose means are kept, or they are equal): its synthetic values would "
             "disclose that value, or the noise SD the values of single records; use a lattice "
-            "whose cells hold "
-            f"{MIN_RECORDS_FOR_VALUES} or more records in at least two places, or drop the column"
+            f"whose cells hold {MIN_RECORDS_FOR_VALUES} or more records of a combination in at "
+            f"least {MIN_JUDGED_CELLS} places, or drop the column"
         )
     prior_df = SYNTHESIS_SD_PRIOR_DF
     return np.sqrt((squares + prior_df * pooled) / (df + prior_df))

@@ -163,15 +163,15 @@ def test_demo_advice_names_its_own_options_and_a_nan_r_hat_says_why(tmp_path):
     refused = run("demo", "--out", tmp_path / "one", "--n", 100, "--grid", "1x1",
                   "--iterations", 15)
     assert refused.exit_code == 2 and refused.output.rstrip().endswith(
-        "use a --grid of more than one cell, or raise --n"), refused.output
+        "use a --grid of more cells, or raise --n"), refused.output
     out = tmp_path / "out"
-    result = run("demo", "--out", out, "--n", 100, "--grid", "2x1", "--iterations", 15)
+    result = run("demo", "--out", out, "--n", 100, "--grid", "2x2", "--iterations", 15)
     assert result.exit_code == 0, result.output
     # a warning may follow the residue of a closed progress bar ("\r ... \x1b[A") on its line
     warnings = [line[line.index("Warning:"):] for line in refused.output.splitlines()
                 + result.output.splitlines() if "Warning:" in line]
     assert any("a --grid of more than one cell" in line for line in warnings), warnings
-    assert any("have fewer than two cells holding 3 or more of their records" in line
+    assert any("have fewer than 3 cells holding 3 or more of their records" in line
                and "raise --n" in line for line in warnings), warnings
     for advice in ("--cell-size", "a region", "coarsen the lattice", "the attributes that make",
                    "drop the column"):

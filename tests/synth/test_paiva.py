@@ -34,6 +34,7 @@ from geosynth.synth import (
 from geosynth.synth.paiva import (
     DOMINANCE_RATIO,
     MIN_FENCE_MEANS,
+    MIN_JUDGED_CELLS,
     MIN_RECORDS_FOR_VALUES,
     OUTLYING_FENCE,
     SYNTHESIS_SD_PRIOR_DF,
@@ -342,9 +343,10 @@ def test_continuous_back_transform_uses_the_sd(regular_data):
         assert stats.kstest(z[combo == b], misprint.cdf).pvalue < ALPHA
 
 
-def line_counts(zbar_cells):
-    """1 x 5 lattice; combination (a=0) has records in ``zbar_cells`` with given mean z."""
-    grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
+def line_counts(zbar_cells, n_cells=5):
+    """1 x ``n_cells`` lattice; combination (a=0) has records in ``zbar_cells`` with given
+    mean z."""
+    grid = Grid.regular((0, 0, 10 * n_cells, 10), shape=(1, n_cells), crs=CRS)
     rows = []
     for cell, z in zbar_cells.items():
         for offset in (-1.0, 0.0, 1.0):  # MIN_RECORDS_FOR_VALUES records: the mean is kept
@@ -410,19 +412,22 @@ def test_a_lone_record_value_is_not_recovered_by_averaging_releases():
 
 
 def test_combination_mean_fallback_exact():
-    _, _, counts = line_counts({0: 10.0, 1: 40.0})
+    _, _, counts = line_counts({0: 10.0, 1: 40.0, 2: 25.0}, n_cells=7)
     filled = synthetic_zbar(counts)[:, 0]
-    assert filled[2] == pytest.approx(counts.zbar[1, 0])
-    assert filled[3] == 0.0 and filled[4] == 0.0  # no neighbour with records
+    assert filled[3] == pytest.approx(counts.zbar[2, 0])
+    # no neighbour with records: the mean of the kept cells (standardised: 0)
+    assert filled[5] == pytest.approx(0.0, abs=1e-12) and filled[6] == filled[5]
 
 
 def lone_value_data(lone):
-    """1 x 5 lattice. a=0: three records (9, 10, 11) in cell 0, three (19, 20, 21) in cell 1
-    and a lone record of value ``lone`` in cell 4; a=1: three records in cells 2 (4, 5, 6) and
-    3 (6, 7, 8)."""
-    grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
-    rows = [(0, 10.0 + d, 0) for d in (-1, 0, 1)] + [(0, 20.0 + d, 1) for d in (-1, 0, 1)]
-    rows += [(0, lone, 4)] + [(1, mean + d, cell) for cell, mean in ((2, 5.0), (3, 7.0))
+    """1 x 7 lattice. a=0: three records in each of cells 0 (9, 10, 11), 1 (19, 20, 21) and
+    2 (29, 30, 31), and a lone record of value ``lone`` in cell 6; a=1: three records in each
+    of cells 3 (4, 5, 6), 4 (6, 7, 8) and 5 (8, 9, 10)."""
+    grid = Grid.regular((0, 0, 70, 10), shape=(1, 7), crs=CRS)
+    rows = [(0, mean + d, cell) for cell, mean in ((0, 10.0), (1, 20.0), (2, 30.0))
+            for d in (-1, 0, 1)]
+    rows += [(0, lone, 6)] + [(1, mean + d, cell) for cell, mean in ((3, 5.0), (4, 7.0),
+                                                                     (5, 9.0))
                               for d in (-1, 0, 1)]
     frame = pd.DataFrame(rows, columns=["a", "z", "cell"])
     gdf = gpd.GeoDataFrame(frame[["a", "z"]], crs=CRS,
@@ -434,23 +439,25 @@ def lone_value_data(lone):
 
 
 def test_no_kept_neighbour_takes_the_mean_of_the_kept_cells():
-    # Cells 3 and 4 of a=0 have no neighbour of >= 3 records. They took the combination mean
-    # over all cells with records, (10 + 20 + lone) / 3, so lone = 3 * centre - 30: the mean
-    # of the releases' values there published the lone record. The kept cells' mean is 15.
+    # Cells 4 to 6 of a=0 have no neighbour of >= 3 records. They took the combination mean
+    # over all cells with records, (10 + 20 + 30 + lone) / 4, so lone = 4 * centre - 60: the
+    # mean of the releases' values there published the lone record. The kept cells' mean is
+    # 20; cell 3 takes its neighbour cell 2's 30.
     for lone in (95.0, 500.0):
         _, _, counts = lone_value_data(lone)
         _, mean, sd = counts.covariate("z")
         raw = synthetic_zbar(counts)[:, 0] * sd[0] + mean[0]
-        np.testing.assert_allclose(raw, [10.0, 20.0, 20.0, 15.0, 15.0], rtol=1e-12)
+        np.testing.assert_allclose(raw, [10.0, 20.0, 30.0, 30.0, 20.0, 20.0, 20.0],
+                                   rtol=1e-12)
 
 
 def test_synthesis_sd_ignores_cells_of_one_or_two_records():
-    # Kept cells only: a=0 has means 10, 20 (ν = 1, Σ squares 50), a=1 means 5, 7 (ν = 1, 2);
-    # pooled s0² = 52 / 2 = 26. The lone record's cell weighed in, so the SD estimated from
-    # the releases gave its distance from the other cells' means.
+    # Kept cells only: a=0 has means 10, 20, 30 (ν = 2, Σ squares 200), a=1 means 5, 7, 9
+    # (ν = 2, Σ squares 8); pooled s0² = 208 / 4 = 52. The lone record's cell weighed in, so
+    # the SD estimated from the releases gave its distance from the other cells' means.
     for lone in (95.0, 500.0):
         _, _, counts = lone_value_data(lone)
-        expected = np.sqrt([(50.0 + 4 * 26.0) / 5, (2.0 + 4 * 26.0) / 5])
+        expected = np.sqrt([(200.0 + 4 * 52.0) / 6, (8.0 + 4 * 52.0) / 6])
         np.testing.assert_allclose(synthesis_sd(counts), expected, rtol=1e-12)
 
 
@@ -461,7 +468,7 @@ def test_a_lone_record_value_does_not_change_the_releases():
     releases = []
     for lone in (95.0, 500.0):
         gdf, _, counts = lone_value_data(lone)
-        maker = ReleaseMaker.of(stub_fit(counts, np.ones((1, 10, 5, 2))), gdf)
+        maker = ReleaseMaker.of(stub_fit(counts, np.ones((1, 10, 7, 2))), gdf)
         releases.append([maker.release(k, k, np.random.default_rng([3, k]))[0]
                          for k in range(10)])
     for a, b in zip(*releases, strict=True):
@@ -474,11 +481,12 @@ def test_a_lone_record_value_does_not_change_the_releases():
     [
         ({0: 10.0, 1: 20.0, 4: 60.0}, 3, 60.0, 30.0),  # neighbours 2 (none) and 4
         ({0: 10.0, 1: 20.0, 4: 60.0}, 2, 20.0, 30.0),  # neighbours 1 and 3 (none)
-        ({0: 10.0, 1: 40.0}, 4, 25.0, 40.0),  # no neighbour with records: combination mean
+        ({0: 10.0, 1: 40.0, 2: 25.0}, 6, 25.0, 40.0),  # no neighbour with records: the
+        # mean of the kept cells
     ],
 )
 def test_fallbacks_in_releases(cell_means, cell, expected, alternative):
-    gdf, grid, _ = line_counts(cell_means)
+    gdf, grid, _ = line_counts(cell_means, n_cells=7)
     gdf = gpd.GeoDataFrame(pd.concat([gdf] * 150, ignore_index=True), geometry="geometry", crs=CRS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
@@ -513,12 +521,13 @@ def combination_counts(cell_means, offsets=(-1.0, 0.0, 1.0)):
 
 def test_synthesis_sd_moderates_each_combination_towards_the_pooled_sd():
     # a=0: cells 0, 1, 4 with means 10, 20, 60: ν = 2, sd² = 700 (Σ squares 1,400).
-    # a=1: cell 2 alone (ν = 0).  a=2: cells 0, 3 with means 0, 2: ν = 1, sd² = 2.
+    # a=1: cell 2 alone (pooled, ν = 0).  a=2: cells 0, 3, 1 with means 0, 2, 4: ν = 2,
+    # sd² = 4 (Σ squares 8).
     _, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 1e6},
-                                    2: {0: 0.0, 3: 2.0}})
+                                    2: {0: 0.0, 3: 2.0, 1: 4.0}})
     assert SYNTHESIS_SD_PRIOR_DF == 4.0
-    pooled = (1400.0 + 2.0) / (2 + 0 + 1)
-    expected = np.sqrt([(1400.0 + 4 * pooled) / 6, pooled, (2.0 + 4 * pooled) / 5])
+    pooled = (1400.0 + 8.0) / (2 + 0 + 2)
+    expected = np.sqrt([(1400.0 + 4 * pooled) / 6, pooled, (8.0 + 4 * pooled) / 6])
     np.testing.assert_allclose(synthesis_sd(counts), expected, rtol=1e-12)
 
 
@@ -551,7 +560,7 @@ def test_values_of_a_combination_of_two_records_do_not_centre_on_their_mean():
         warnings.simplefilter("always")
         releases = synthesize(fit, gdf, m=40, seed=2)
     pooled = [str(w.message) for w in caught if w.category is DataWarning
-              and "fewer than two cells holding 3 or more" in str(w.message)]
+              and "fewer than 3 cells holding 3 or more" in str(w.message)]
     assert len(pooled) == 1 and "1 attribute combination(s)" in pooled[0] and "'a=1'" in pooled[0]
     # Three kept cell means are too few to judge for an extreme value: said once, and nothing
     # else is a privacy warning.
@@ -569,10 +578,11 @@ def test_values_of_a_combination_of_two_records_do_not_centre_on_their_mean():
         assert np.abs(standardised).max() < 6  # 500 would be ≥ 17 noise SDs away
     everything = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
     assert abs(everything.mean() - 500.0) > 400
-    plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0}, 1: {2: 5.0, 3: 7.0}})
+    plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 30.0},
+                                         1: {2: 5.0, 3: 7.0, 1: 9.0}})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        # Four cell means are too few to judge for an extreme value (said, and not the point).
+        # Six cell means are too few to judge for an extreme value (said, and not the point).
         warnings.filterwarnings("ignore", "the cell means of .* only by the dominance",
                                 PrivacyLeakWarning)
         synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=4)), plenty, m=2,
@@ -726,31 +736,31 @@ def test_a_small_combination_is_judged_on_its_own_scale():
 
 
 def test_a_combination_pooled_for_one_covariate_is_named_for_that_one():
-    # Four "rare" records in each of two cells, one in each with an extreme z2: its z2 means
+    # Four "rare" records in each of three cells, one in each with an extreme z2: its z2 means
     # were withheld, and the warning said the combination had no cell of 3 or more records
     # and that both z1 and z2 lost their association with the attributes (z1 kept its means).
     rng = np.random.default_rng(10)
     n_cells = 30
     grid = Grid.regular((0, 0, 10 * n_cells, 10), shape=(1, n_cells), crs=CRS)
     cells = np.repeat(np.arange(n_cells), 6)
-    frame = pd.DataFrame({"cell": np.r_[cells, [5] * 4, [12] * 4],
-                          "grp": ["common"] * cells.size + ["rare"] * 8,
-                          "z1": rng.normal(12, 1, cells.size + 8),
-                          "z2": rng.normal(1e5, 1e4, cells.size + 8)})
-    frame.loc[frame.index[[-5, -1]], "z2"] = 2e7
+    frame = pd.DataFrame({"cell": np.r_[cells, [5] * 4, [12] * 4, [20] * 4],
+                          "grp": ["common"] * cells.size + ["rare"] * 12,
+                          "z1": rng.normal(12, 1, cells.size + 12),
+                          "z2": rng.normal(1e5, 1e4, cells.size + 12)})
+    frame.loc[frame.index[[-9, -5, -1]], "z2"] = 2e7
     gdf = gpd.GeoDataFrame(frame[["grp", "z1", "z2"]], crs=CRS, geometry=gpd.points_from_xy(
         10 * frame.cell + 5, np.full(len(frame), 5.0)))
     counts = prepare(gdf, grid, attributes=["grp"], continuous=["z1", "z2"])
     rare = counts.combos["grp"].tolist().index("rare")
-    assert kept_pairs(counts, "z1")[[5, 12], rare].all()
-    assert not kept_pairs(counts, "z2")[[5, 12], rare].any()
+    assert kept_pairs(counts, "z1")[[5, 12, 20], rare].all()
+    assert not kept_pairs(counts, "z2")[[5, 12, 20], rare].any()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warn_pooled_combinations(counts)
     said = [str(w.message) for w in caught]
     assert len(said) == 1 and said[0].startswith(
         "the synthetic 'z2' of 1 attribute combination(s) ('grp=rare') follow the cell means")
-    assert "'z1'" not in said[0] and "fewer than two cells holding" not in said[0]
+    assert "'z1'" not in said[0] and "fewer than 3 cells holding" not in said[0]
 
 
 def test_a_combinations_only_cell_mean_is_not_published():
@@ -773,7 +783,7 @@ def test_a_combinations_only_cell_mean_is_not_published():
         warnings.simplefilter("always")
         releases = synthesize(stub_fit(counts, random_lambda(counts, 1, 20, 1)), gdf, m=5,
                               seed=7)
-    assert any("1 attribute combination(s) have fewer than two cells holding 3 or more of "
+    assert any("1 attribute combination(s) have fewer than 3 cells holding 3 or more of "
                "their records ('grp=rare')" in str(w.message) for w in caught)
     values = np.concatenate([r.loc[r.grp == "rare", "z"].to_numpy() for r in releases])
     # centred on the pooled means of the common incomes around, not the rare cell's 3,317,000
@@ -816,19 +826,21 @@ def test_two_cells_that_each_hold_an_extreme_do_not_vouch_for_each_other():
     assert (pulls - levels > DOMINANCE_RATIO ** 2 * spread).all()
 
 
-def test_a_combination_left_with_one_mean_is_pooled():
-    """One of a rare combination's two cells is withheld (9,870,000 among its incomes): the
-    other had been judged against it alone, and its mean became the centre of every
-    synthetic value of the combination."""
+def test_a_combination_left_with_too_few_means_is_pooled():
+    """One of a rare combination's three cells is withheld (9,870,000 among its incomes): the
+    other two would be judged against each other alone (with one of two withheld, the other's
+    mean became the centre of every synthetic value of the combination)."""
     _, counts, rare = income_frame({4: [3_000.0, 3_100.0, 9_870_000.0],
-                                    9: [2_900.0, 3_050.0, 3_000.0]})
+                                    9: [2_900.0, 3_050.0, 3_000.0],
+                                    14: [3_100.0, 2_950.0, 3_020.0]})
+    assert MIN_JUDGED_CELLS == 3
     assert np.flatnonzero(outlying_means(counts)[:, rare]).tolist() == [4]
     assert not kept_pairs(counts)[:, rare].any()
     assert kept_pairs(counts)[:, :rare].all()  # 'hi' and 'lo' keep every cell
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warn_pooled_combinations(counts)
-    assert any("'grp=rare'" in str(w.message) and "all but one" in str(w.message)
+    assert any("'grp=rare'" in str(w.message) and "fewer than 3 kept" in str(w.message)
                for w in caught)
 
 
@@ -841,11 +853,28 @@ def test_counts_without_extremes_withhold_the_means_they_cannot_judge():
     assert outlying_means(bare)[[4, 9], rare].all() and not kept_pairs(bare)[:, rare].any()
 
 
+def pulled_by_brute_force(rows, n_cells):
+    """Each cell's pull (mean less its mean without its two largest; the mean without its two
+    smallest less the mean) beyond 10^(1 + 1/(m - 1)) times the mean absolute deviation of
+    the cells' means without them from their median (m cells of 3 or more values)."""
+    values = pd.DataFrame(rows, columns=["cell", "z"]).groupby("cell")["z"].apply(np.sort)
+    values = values[values.map(len) >= 3]
+    out = np.zeros(n_cells, dtype=bool)
+    ratio = DOMINANCE_RATIO ** (1 + 1 / (len(values) - 1))
+    for trim in (lambda v: v[:-2], lambda v: v[2:]):
+        level = values.map(lambda v, trim=trim: trim(v).mean())
+        pull = (values.map(np.mean) - level).abs()
+        spread = np.mean(np.abs(level - np.median(level)))
+        out[values.index[pull > ratio * spread]] = True
+    return out
+
+
 def test_outlying_means_are_those_beyond_the_fences_of_the_other_means():
     # Derived by brute force: each kept mean against np.quantile's quartiles of the others (or
-    # their mean absolute deviation from their median where the quartiles coincide).
+    # their mean absolute deviation from their median where the quartiles coincide), or
+    # pulled by its extreme values (pulled_by_brute_force).
     rng = np.random.default_rng(3)
-    flagged = zero_iqr = 0
+    flagged = zero_iqr = pulled = 0
     for trial in range(6):
         n_cells = MIN_FENCE_MEANS + 1 + 4 * trial
         grid, rows = planted_line(3, n_cells=n_cells, seed=trial)
@@ -863,9 +892,11 @@ def test_outlying_means_are_those_beyond_the_fences_of_the_other_means():
             zero_iqr += q3 == q1
             expected.append(not q1 - OUTLYING_FENCE * spread <= raw[i]
                             <= q3 + OUTLYING_FENCE * spread)
-        assert outlying_means(counts)[:, 0].tolist() == expected
+        by_pull = pulled_by_brute_force(rows, n_cells)
+        assert outlying_means(counts)[:, 0].tolist() == (np.array(expected) | by_pull).tolist()
         flagged += sum(expected)
-    assert flagged > 0 and zero_iqr > 0  # both branches exercised
+        pulled += int((by_pull & ~np.array(expected)).sum())
+    assert flagged > 0 and zero_iqr > 0 and pulled > 0  # every branch exercised
 
 
 def test_no_mean_is_withheld_from_a_bulk_without_extremes_or_too_few_means():
@@ -1168,7 +1199,8 @@ def test_synthesis_sd_refuses_a_lattice_with_one_cell_of_three_records():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
             counts = prepare(gdf, grid, attributes=["a"], continuous="z")
-        with pytest.raises(InputError, match="fewer than two cells hold 3 or more records"):
+        with pytest.raises(InputError, match="no combination has 3 or more cells of 3 or more "
+                                             "records"):
             synthesis_sd(counts)
 
 
