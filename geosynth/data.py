@@ -178,6 +178,8 @@ __all__ = [
     "count_table",
     "covariate_names",
     "warn_of_coordinate_columns",
+    "coordinate_moments",
+    "lattice_origin",
     "counts_from_table",
     "widen_halves",
     "locate_records",
@@ -799,12 +801,51 @@ def prepare(
         check_outside(n_out, len(gdf), _rows(gdf.index, out), outside, none_left=none_left,
                       stacklevel=2, beyond=beyond_bounds(gdf[out], grid))
         records = records[~out]
-    warn_of_coordinate_columns(gdf[~out], covariate_names(continuous))
+    covariates = covariate_names(continuous)
+    warn_of_coordinate_columns(covariates, coordinate_moments(gdf[~out], covariates,
+                                                              lattice_origin(grid)))
     return counts_from_table(records, grid, attrs, continuous, max_bytes=max_bytes,
                              allow_identifying=allow_identifying)
 
 
-def warn_of_coordinate_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str]) -> None:
+def lattice_origin(grid: Any) -> tuple[float, float]:
+    """Return the lower-left corner of ``grid``'s bounds ((0, 0) without them): public."""
+    bounds = getattr(grid, "bounds", None)
+    return (0.0, 0.0) if bounds is None else (float(bounds[0]), float(bounds[1]))
+
+
+def coordinate_moments(gdf: gpd.GeoDataFrame, columns: Sequence[str],
+                       origin: tuple[float, float]) -> np.ndarray:
+    """Return the sums that correlate each continuous column with the points' x and y.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        Records (those counted: in the lattice).
+    columns : sequence of str
+        Its continuous columns.
+    origin : (float, float)
+        Subtracted from x and y (a public point near the records, e.g. the lattice's corner:
+        the sums of squares of raw eastings lost the digits the correlation needs).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (len(columns), 9)
+        Per column: n, Σx, Σy, Σz, Σx², Σy², Σz², Σxz, Σyz. Sums of partitions add up.
+    """
+    out = np.zeros((len(columns), 9))
+    if not columns or len(gdf) == 0:
+        return out
+    xy = point_coordinates(gdf, "gdf") - np.asarray(origin, dtype=np.float64)
+    for k, name in enumerate(columns):
+        z = gdf[name].to_numpy(dtype=np.float64)
+        ok = np.isfinite(z) & np.isfinite(xy).all(axis=1)
+        x, y, z = xy[ok, 0], xy[ok, 1], z[ok]
+        out[k] = (ok.sum(), x.sum(), y.sum(), z.sum(), x @ x, y @ y, z @ z, x @ z, y @ z)
+    return out
+
+
+def warn_of_coordinate_columns(columns: Sequence[str], moments: np.ndarray) -> None:
     """Warn of continuous ``columns`` that follow the records' x or y: coordinates.
 
     A copy of the easting, a longitude or a latitude beside points in metres, or a distance
@@ -814,10 +855,10 @@ def warn_of_coordinate_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str]) ->
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
-        The records counted (those in the lattice).
     columns : sequence of str
-        Its continuous columns.
+        The continuous columns.
+    moments : numpy.ndarray, shape (len(columns), 9)
+        :func:`coordinate_moments` of the counted records (summed over partitions).
 
     Warns
     -----
@@ -825,14 +866,13 @@ def warn_of_coordinate_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str]) ->
         Naming the column and the axis, when the absolute correlation reaches
         :data:`COORDINATE_CORRELATION` over 10 or more records.
     """
-    if not columns or len(gdf) < 10:
-        return
-    xy = point_coordinates(gdf, "gdf")
-    for name in columns:
-        values = gdf[name].to_numpy(dtype=np.float64)
-        for axis, label in enumerate("xy"):
-            with np.errstate(invalid="ignore", divide="ignore"):  # a constant column: no r
-                r = np.corrcoef(values, xy[:, axis])[0, 1]
+    for name, (n, sx, sy, sz, sxx, syy, szz, sxz, syz) in zip(columns, moments, strict=True):
+        if n < 10:
+            continue
+        vz = szz - sz * sz / n
+        for label, s, ss, sp in (("x", sx, sxx, sxz), ("y", sy, syy, syz)):
+            v = ss - s * s / n
+            r = (sp - s * sz / n) / np.sqrt(v * vz) if v > 0 and vz > 0 else 0.0
             if abs(r) >= COORDINATE_CORRELATION:
                 warnings.warn(
                     f"the continuous column {name!r} follows the records' {label} (correlation "

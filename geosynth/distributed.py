@@ -63,16 +63,19 @@ from geosynth.data import (
     check_not_row_numbers,
     check_outside,
     check_prepare_options,
+    coordinate_moments,
     count_table,
     counts_from_table,
     counts_on_domain,
     covariate_names,
+    lattice_origin,
     locate_on_domain,
     locate_records,
     no_overlap_message,
     on_a_grid,
     warn_dropped,
     warn_if_bounds_touch_records,
+    warn_of_coordinate_columns,
     widen_halves,
 )
 from geosynth.errors import CRSError, InputError
@@ -808,13 +811,14 @@ def _corners(xy: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(corners, columns=["x", "y"])
 
 
-def _compute_with_extremes(mapped, ddf, grid) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+def _compute_with_extremes(mapped, ddf, grid, *also) -> tuple:
     """Compute ``mapped`` (a map over ``ddf``) and, in the same read of the data, the extremes.
 
     The extremes are every partition's smallest and largest located x and y
     (:func:`_partition_extremes`), for :func:`_warn_if_bounds_touch`; None when the grid is
-    exempt from that check. Computed together, the two maps share the tasks that read the
-    partitions: the data is read once, not once more for the check.
+    exempt from that check. Computed together, the maps share the tasks that read the
+    partitions: the data is read once, not once more for the check. ``also``: more maps over
+    ``ddf`` computed with them, their results after the extremes.
     """
     import dask
 
@@ -822,9 +826,19 @@ def _compute_with_extremes(mapped, ddf, grid) -> tuple[pd.DataFrame, pd.DataFram
     # habitable extent of a clipped one is (an exclude= of the records' box made it theirs).
     exempt = grid.kind == "areal" or grid.snap_unit is not None
     if exempt and grid.fully_habitable.all():
-        return mapped.compute(), None
+        tables, *rest = dask.compute(mapped, *also)
+        return (tables, None, *rest)
     extremes = ddf.map_partitions(_partition_extremes, grid, meta=_CORNERS_META)
-    return dask.compute(mapped, extremes)
+    return dask.compute(mapped, extremes, *also)
+
+
+def _partition_moments(part, grid, columns: tuple[str, ...], origin) -> pd.DataFrame:
+    """:func:`geosynth.data.coordinate_moments` of a partition's records in the lattice."""
+    usable, xy = usable_points(part)
+    inside = np.zeros(len(part), dtype=bool)
+    if usable.any():
+        inside[usable] = np.asarray(grid.locate(xy[usable])).reshape(-1) >= 0
+    return pd.DataFrame(coordinate_moments(part[inside], columns, origin))
 
 
 def _warn_if_bounds_touch(grid, corners: pd.DataFrame | None) -> None:
@@ -999,7 +1013,10 @@ def prepare_dask(
     table_meta = _partition_table(meta, grid, attrs, continuous, dtypes)
     mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, dtypes,
                                 meta=table_meta)
-    tables, extremes = _compute_with_extremes(mapped, ddf, grid)
+    covariates = covariate_names(continuous)
+    moments = ddf.map_partitions(_partition_moments, grid, covariates, lattice_origin(grid),
+                                 meta=pd.DataFrame({k: np.zeros(0) for k in range(9)}))
+    tables, extremes, moments = _compute_with_extremes(mapped, ddf, grid, moments)
     table = count_table(tables, attrs)
     n_total = int(table[COUNT_COLUMN].sum())
     if n_total == 0:
@@ -1027,6 +1044,8 @@ def prepare_dask(
     for a in attrs:  # the partitions' dtypes: a categorical keeps its category order
         table[a] = table[a].astype(meta[a].dtype)
     _warn_if_bounds_touch(grid, extremes)
+    warn_of_coordinate_columns(covariates, moments.to_numpy().reshape(-1, len(covariates), 9)
+                               .sum(axis=0) if covariates else np.zeros((0, 9)))
 
     def records(levels: dict[str, list], combo_codes: np.ndarray) -> pd.DataFrame:
         """Second pass: the cell and combination of every kept record, in input order."""

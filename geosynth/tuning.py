@@ -873,6 +873,9 @@ class _CandidateRun:
     replicates: list[dict] = field(default_factory=list)
     #: What the candidate read of the weights raster (:func:`_table_digest`).
     weights: str | None = None
+    #: The warnings of a task run in another process, ``(category, text, file, line)``, for
+    #: :func:`tune` to give in its own (:func:`_collected_warnings`).
+    warned: list[tuple] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -893,6 +896,9 @@ class _Setup:
     weights: Any = None
     #: The seed of the coverage rectangles, the same for every candidate (set by tune).
     coverage_seed: np.random.SeedSequence | None = None
+    #: The process of tune's caller (set by tune): tasks run in another one collect their
+    #: warnings (:func:`run_candidate`).
+    caller: int | None = None
 
 
 def tune(
@@ -1072,7 +1078,7 @@ def tune(
     _warn_of_bounds_on_records(xy, wanted)
     key = _fingerprint(gdf, xy, setup)
     root = _root_seed(seed, previous, key)
-    setup = dataclasses.replace(setup, coverage_seed=_coverage_seed(root))
+    setup = dataclasses.replace(setup, coverage_seed=_coverage_seed(root), caller=os.getpid())
     runs: dict[tuple, _CandidateRun] = {}
     if previous is not None:
         runs.update({settings: run for settings, run in previous._runs.items()})
@@ -1572,6 +1578,8 @@ def _lattices(gdf: gpd.GeoDataFrame, xy: np.ndarray, todo: list[Candidate],
 
 #: The candidate each thread works for, ``{thread id: label}`` (:func:`_running`).
 _RUNNING: dict[int, str] = {}
+#: The warnings a thread keeps for tune's caller, ``{thread id: list}`` (another process's).
+_COLLECTING: dict[int, list[tuple]] = {}
 #: Guards the install of :func:`_labelled_showwarnmsg` by concurrent calls of :func:`tune`.
 _LABELLING = threading.Lock()
 #: How many calls of :func:`tune` are labelling warnings, and the hook they wrap.
@@ -1589,8 +1597,38 @@ def _running(label: str) -> Iterator[None]:
         _RUNNING.pop(thread, None)
 
 
+@contextlib.contextmanager
+def _collected_warnings() -> Iterator[list[tuple]]:
+    """Keep the warnings the current thread gives (instead of showing them): for the caller.
+
+    As ``(category, text, filename, lineno)``; :func:`_give_warnings` gives them again in
+    the process of :func:`tune`. Works through :func:`_labelled_showwarnmsg`, which must be
+    installed (:func:`_labelled_warnings`): ``catch_warnings`` is not thread-safe.
+    """
+    thread = threading.get_ident()
+    kept: list[tuple] = []
+    _COLLECTING[thread] = kept
+    try:
+        yield kept
+    finally:
+        _COLLECTING.pop(thread, None)
+
+
+def _give_warnings(label: str, warned: list[tuple]) -> None:
+    """Give again, labelled, the warnings a candidate's task collected in another process."""
+    for category, text, filename, lineno in warned:
+        warnings.warn_explicit(f"candidate {label!r}: {text}", category, filename, lineno)
+
+
 def _labelled_showwarnmsg(msg: warnings.WarningMessage) -> None:
-    """Show a warning as before, prefixed ``candidate 'LABEL': `` when given for a candidate."""
+    """Show a warning as before, prefixed ``candidate 'LABEL': `` when given for a candidate.
+
+    Kept instead, when the thread collects its warnings (:func:`_collected_warnings`).
+    """
+    kept = _COLLECTING.get(threading.get_ident())
+    if kept is not None:
+        kept.append((msg.category, str(msg.message), msg.filename, msg.lineno))
+        return
     label = _RUNNING.get(threading.get_ident())
     if label is not None:
         text = f"candidate {label!r}: {msg.message}"
@@ -1620,7 +1658,9 @@ def _labelled_warnings() -> Iterator[None]:
     :func:`_running` (a task, or the building of a lattice). The filters are the caller's,
     applied to the warning's own text; under the default one, a warning worded alike for
     several candidates from the same line is shown for the first only. Tasks run in other
-    processes (a Dask cluster) warn there, unlabelled.
+    processes (a Dask cluster) keep their warnings (:func:`_collected_warnings`, as the
+    worker's filters let them through), and :func:`tune` gives them, labelled, as each
+    candidate finishes.
     """
     with _LABELLING:
         if _labelling["calls"] == 0:
@@ -1667,7 +1707,8 @@ def _run_all(gdf, todo, setup, root, executor, progress,
             for future in as_completed(futures):
                 candidate = futures[future]
                 try:
-                    done[candidate.settings] = future.result()
+                    done[candidate.settings] = run = future.result()
+                    _give_warnings(candidate.label, run.warned)
                 except Exception as err:
                     for other in futures:
                         other.cancel()
@@ -1694,8 +1735,15 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     measuring a cut-short fit. ``lattice``: the candidate's lattice and placement table, built
     beforehand by :func:`tune` (:func:`_lattices`).
     """
-    with _running(candidate.label):  # its warnings name it (_labelled_warnings)
-        return _run_candidate(gdf, candidate, setup, seed, stop, lattice)
+    if setup.caller is None or setup.caller == os.getpid():
+        with _running(candidate.label):  # its warnings name it (_labelled_warnings)
+            return _run_candidate(gdf, candidate, setup, seed, stop, lattice)
+    # Another process (a Dask cluster's worker): its warnings were shown there, in the
+    # worker's log, unlabelled, and the analyst saw none of the candidates' privacy warnings.
+    with _labelled_warnings(), _collected_warnings() as warned:
+        run = _run_candidate(gdf, candidate, setup, seed, stop, lattice)
+    run.warned = warned
+    return run
 
 
 def _run_candidate(gdf, candidate, setup, seed, stop, lattice) -> _CandidateRun:

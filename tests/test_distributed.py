@@ -266,7 +266,7 @@ def test_synthesize_dask_gives_the_workers_warnings_in_the_client(client, points
         (w.category, str(w.message)) for w in want]
     assert [w.category for w in got] == [DataWarning] * 2  # one for the raster, not one a release
     message = str(got[0].message)
-    assert "'a=9'" in message and "fewer than two cells holding 3" in message
+    assert "'a=9'" in message and "fewer than 3 cells holding 3" in message
     assert "are covered by no pixel of positive weight" in str(got[1].message)
     assert str(got[1].message).endswith("(in releases[0], the first of the 3 of the 3 releases "
                                         "that place points in cells without weight; the "
@@ -313,6 +313,26 @@ def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
         assert_counts_equal(got, want)
         same = prepare(ddf.compute(), grid, attributes=attributes, continuous=continuous)
         pd.testing.assert_frame_equal(got.combos, same.combos)  # dtypes too
+
+
+@pytest.mark.parametrize("npartitions", [1, 3, 7])
+def test_prepare_dask_warns_of_a_coordinate_column_as_prepare_does(client, points, grid,
+                                                                   npartitions):
+    # prepare_dask gave no warning where prepare did: a copy of the easting, modelled as a
+    # measurement, has its cell means published.
+    rng = np.random.default_rng(2)
+    copied = points.assign(xcopy=points.geometry.x + rng.normal(0, 0.5, len(points)))
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        prepare(copied, grid, attributes=["a"], continuous=["z", "xcopy"])
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        gd.prepare_dask(to_dask(copied, npartitions), grid, attributes=["a"],
+                        continuous=["z", "xcopy"])
+    said = [str(w.message) for w in want if w.category is PrivacyLeakWarning]
+    assert len(said) == 1 and said[0].startswith("the continuous column 'xcopy' follows the "
+                                                 "records' x (correlation 1.000)")
+    assert [str(w.message) for w in got if w.category is PrivacyLeakWarning] == said
 
 
 @pytest.mark.parametrize("npartitions", [4, 150])
@@ -714,6 +734,27 @@ def test_tune_on_the_client_executor_equals_in_memory_tune(client, points):
     columns = [c for c in local.table.columns if c != "seconds"]
     pd.testing.assert_frame_equal(local.table[columns], remote.table[columns])
     assert remote.recommend().label == local.recommend().label
+
+
+def test_tune_on_the_client_executor_gives_the_candidates_warnings(client, points):
+    # The candidates' warnings were shown in the workers' logs, unlabelled: an analyst on a
+    # cluster saw none of the privacy warnings tune gives in memory (rare levels here).
+    import shapely
+
+    rare = points.assign(r=np.where(np.arange(len(points)) < 2, "rare", "common"))
+    options = {"region": shapely.box(0, 0, 100, 80), "fit_options": RUN, "m": 2,
+               "n_quadrants": 50, "seed": 4, "progress": False}
+
+    def privacy_warnings(**executor):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            geosynth.tune(rare, ["a", "r"], [(2, 2), (4, 5)], **executor, **options)
+        return sorted(str(w.message) for w in caught if w.category is PrivacyLeakWarning
+                      and "levels held by fewer than 3 records" in str(w.message))
+
+    local = privacy_warnings()
+    assert [m[:21] for m in local] == ["candidate '2x2': attr", "candidate '4x5': attr"]
+    assert privacy_warnings(executor=client.get_executor()) == local
 
 
 def test_prepare_dask_on_a_public_domain_equals_prepare(client, points):
