@@ -29,7 +29,7 @@ import warnings
 import click
 
 from geosynth import __version__
-from geosynth.cli.helpers import INTERRUPTED, InterruptWatch
+from geosynth.cli.helpers import INTERRUPTED, WATCHED_SIGNALS, InterruptWatch
 from geosynth.cli.messages import cli_message
 from geosynth.errors import GeosynthError, GeosynthWarning
 
@@ -141,3 +141,18 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:  # outside a command, e.g. while click parses the arguments
         click.echo("Interrupted: nothing was written", err=True)
         sys.exit(INTERRUPTED)
+    except SystemExit as done:
+        if done.code in (0, None):
+            _ignore_late_signals()
+        raise
+
+
+def _ignore_late_signals() -> None:
+    """Ignore Ctrl-C, SIGTERM and SIGHUP once the command has succeeded, until the exit.
+
+    Its watch had put the default handlers back, and a signal while the interpreter shut down
+    ended a run whose outputs were all written with status 143 and no word, so that a script
+    took the release for failed.
+    """
+    for signum in WATCHED_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)

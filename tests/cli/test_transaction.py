@@ -544,3 +544,21 @@ def test_an_output_another_user_owns_in_a_sticky_folder_is_refused_before_readin
                            "bit")
     assert "Read " not in result.output
     assert (shared / "r.gpkg").read_bytes() == b"their release"
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_after_a_successful_command_does_not_end_the_run_as_failed(signame):
+    # The watch put the default handlers back when the command returned, and a SIGTERM while
+    # the interpreter shut down ended a run whose outputs were all written with status 143
+    # and no word. The signal here comes after main() has returned, deterministically.
+    script = ("import os, signal\n"
+              "from geosynth.cli import main\n"
+              "try:\n"
+              "    main(['--version'])\n"
+              "except SystemExit as done:\n"
+              "    assert done.code in (0, None)\n"
+              f"os.kill(os.getpid(), signal.{signame})\n"
+              "print('still here')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "still here", done
