@@ -101,9 +101,9 @@ MIN_FENCE_MEANS = 20
 #: typically do (:func:`outlying_means`), or pull its mean this many times (more for few cells)
 #: further than the combination's levels without them differ. Of 2,000 simulated combinations
 #: of 2-20 cells of 3-39 normal, exponential or lognormal(σ = 0.5) values, none was flagged by
-#: the first; of lognormal(σ = 1), 1 %. With the second too, of 400 each: none of normal values
-#: or rounded ages, 0.5 % of exponential, 1 % of lognormal(σ = 0.5) and 7.5 % of
-#: lognormal(σ = 1) combinations had a mean withheld (0.05-0.7 % of their means).
+#: the first; of lognormal(σ = 1), 1 %. With the second too, of 400 each: 0.3 % of normal
+#: values' or rounded ages', 1.3 % of exponential, 1 % of lognormal(σ = 0.5) and 7.5 % of
+#: lognormal(σ = 1) combinations had a mean withheld (0.04-0.7 % of their means).
 DOMINANCE_RATIO = 10.0
 #: A combination's cell means are centres only where it has this many cells of
 #: :data:`MIN_RECORDS_FOR_VALUES` or more records, judged and kept (:func:`kept_pairs`): of
@@ -869,12 +869,11 @@ def _dominated(own: np.ndarray) -> np.ndarray:
     times the median excess of the combination's other pairs: those of other combinations are
     on other scales (judged against students' incomes, surgeons' ordinary cell means were
     withheld in 174 data sets of 200), and a combination's one pair is never kept
-    (:func:`kept_pairs`). A dominance
-    rule with n = 2 contributors (Hundepool et al. 2012, §5.2), measured against what the two
-    largest values of a cell typically add: income near 3,000 in a group of 10 cells and
-    30,000 in another of 64, a planted 300,000 among a cell's 12 low incomes came back within
-    3 % from five releases, with no warning (the group's 10 means were too few for its own
-    fences, and the fences of all 74 spanned the gap).
+    (:func:`kept_pairs`). A dominance rule with n = 2 contributors (Hundepool et al. 2012,
+    §5.2), measured against what the two largest values of a cell typically add: income near
+    3,000 in a group of 10 cells and 30,000 in another of 64, a planted 300,000 among a cell's
+    12 low incomes came back within 3 % from five releases, with no warning (the group's 10
+    means were too few for its own fences, and the fences of all 74 spanned the gap).
     """
     m = own.shape[1]
     out = np.zeros(m, dtype=bool)
