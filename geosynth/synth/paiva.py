@@ -649,12 +649,7 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
         return np.stack([synthetic_zbar(counts, name) for name in counts.covariates])
     name = counts.covariates[0] if covariate is None else covariate
     zbar, mean, sd = counts.covariate(name)
-    grid = counts.grid
-    n = grid.n_cells
-    indices = np.asarray(grid.indices)
-    adjacency = sparse.csr_matrix(
-        (np.ones(indices.size), indices, np.asarray(grid.indptr)), shape=(n, n)
-    )
+    adjacency = _adjacency(counts.grid)
     kept = kept_pairs(counts, name)
     mask = kept.astype(np.float64)
     zbar = np.asarray(zbar, dtype=np.float64)
@@ -670,6 +665,13 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
         pooled = _pooled_raw_means(zbar * sd + mean, kept, adjacency)
         fill[:, alone] = (pooled[:, None] - np.asarray(mean)[alone]) / np.asarray(sd)[alone]
     return np.where(kept, zbar, fill)
+
+
+def _adjacency(grid: Any) -> sparse.csr_matrix:
+    """Return the lattice's neighbours as a (G, G) sparse matrix of ones."""
+    indices = np.asarray(grid.indices)
+    return sparse.csr_matrix((np.ones(indices.size), indices, np.asarray(grid.indptr)),
+                             shape=(grid.n_cells, grid.n_cells))
 
 
 def kept_pairs(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
@@ -788,10 +790,12 @@ def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarr
         out[enough] = _outside_fences(raw[enough], trimmed[:, enough])
     excess = _excess_of_extremes(counts, name, raw)
     pulls, levels = _pulls(counts, name, raw)
+    adjacency = _adjacency(counts.grid)
     for b in range(raw.shape[1]):  # and among its own combination's means, where they suffice
         own = enough[:, b]
         if own.sum() > 1:  # by the pull of its extreme values on its mean, always
-            out[own, b] |= _pulled(pulls[:, own, b], levels[:, own, b])
+            out[own, b] |= _pulled(pulls[:, own, b], levels[:, own, b],
+                                   _neighbour_levels(adjacency, levels[:, :, b], own))
         if own.sum() > MIN_FENCE_MEANS:
             out[own, b] |= _outside_fences(raw[own, b], trimmed[:, own, b])
         elif own.sum() > 1:  # too few for fences: by the dominance of its extreme values too
@@ -812,28 +816,46 @@ def _pulls(counts: CellCounts, name: str, raw: np.ndarray) -> tuple[np.ndarray, 
     return np.stack([raw - levels[0], levels[1] - raw]), levels
 
 
-def _pulled(pulls: np.ndarray, levels: np.ndarray) -> np.ndarray:
+def _neighbour_levels(adjacency: sparse.csr_matrix, levels: np.ndarray,
+                      own: np.ndarray) -> np.ndarray:
+    """Return the mean level of each ``own`` cell's ``own`` neighbours: (2, m), NaN if none.
+
+    ``levels`` (2, G) are a combination's (:func:`_pulls`), ``own`` its cells of enough
+    records.
+    """
+    known = own[None, :] & np.isfinite(levels)
+    total = (adjacency @ np.where(known, levels, 0.0).T).T
+    n_with = (adjacency @ known.T.astype(np.float64)).T
+    means = np.divide(total, n_with, out=np.full(total.shape, np.nan), where=n_with > 0)
+    return means[:, own]
+
+
+def _pulled(pulls: np.ndarray, levels: np.ndarray, near: np.ndarray) -> np.ndarray:
     """Whether a combination's pairs are pulled by their extreme values past its levels: (m,).
 
-    ``pulls`` and ``levels`` (2, m) are :func:`_pulls`' for a combination's m >= 2 pairs. A
-    pair is pulled when its two largest (smallest) values move its mean by more than
-    ``R^(1 + 1/(m − 1))`` times the spread of the combination's levels without them (``R`` =
-    :data:`DOMINANCE_RATIO`; the spread is the mean absolute deviation from their median), or
-    when its pull is unknown (counts without ``z_extremes``: they withhold these means rather
-    than publish them unjudged). Levels that tie pull against no spread: a floor taken from
-    other combinations' pulls let incomes of 0, 0 and one earner's in each cell through,
-    every earner's income given back by three times the cell's mean. The spread of m levels
-    rests on m − 1 differences, and the chance that it falls below 1/R of its usual size is
-    of order R^−(m−1): the higher ratio for few levels kept two cells of six surgeons'
-    ordinary incomes (two levels, one difference) from being withheld in 46 data sets of 200
-    at ratio R (2 of 200 at R²; a combination of two such cells is pooled now, whatever they
-    hold: :data:`MIN_JUDGED_CELLS`).
+    ``pulls`` and ``levels`` (2, m) are :func:`_pulls`' for a combination's m >= 2 pairs,
+    ``near`` (2, m) the mean level of each one's neighbours (:func:`_neighbour_levels`). A pair
+    is pulled when its two largest (smallest) values move its mean by more than
+    ``R^(1+1/(m−1))`` times the spread of the combination's levels without them (``R`` =
+    :data:`DOMINANCE_RATIO`; the spread is the mean absolute deviation from their median, or
+    that of the levels less their neighbours', where three or more have neighbours and it is
+    smaller: an attacker guesses a cell's level from its neighbours', and incomes rising
+    threefold across a city hid a value three times the data's largest, in a cell of ten, which
+    came back within 1 %), or when its pull is unknown (counts without ``z_extremes``: they
+    withhold these means rather than publish them unjudged). Levels that tie pull against no
+    spread: a floor taken from other combinations' pulls let incomes of 0, 0 and one earner's in
+    each cell through, every earner's income given back by three times the cell's mean. The
+    spread of m levels rests on m − 1 differences, and the chance that it falls below 1/R of its
+    usual size is of order R^−(m−1): the higher ratio for few levels kept two cells of six
+    surgeons' ordinary incomes (two levels, one difference) from being withheld in 46 data sets
+    of 200 at ratio R (2 of 200 at R²; a combination of two such cells is pooled now, whatever
+    they hold: :data:`MIN_JUDGED_CELLS`).
 
     :func:`_dominated` compares a pair's extremes with those of the combination's other pairs,
-    which an extreme value in half of them inflated: two cells of three incomes near 3,000,
-    one with 250,000 and the other 180,000, vouched for each other, and five releases gave
-    both back within 7 % with no warning. The levels without the two largest and smallest
-    values are what one or two extreme values per cell cannot move.
+    which an extreme value in half of them inflated: two cells of three incomes near 3,000, one
+    with 250,000 and the other 180,000, vouched for each other, and five releases gave both back
+    within 7 % with no warning. The levels without the two largest and smallest values are what
+    one or two extreme values per cell cannot move.
     """
     out = np.zeros(pulls.shape[1], dtype=bool)
     for side in range(2):
@@ -842,6 +864,9 @@ def _pulled(pulls: np.ndarray, levels: np.ndarray) -> np.ndarray:
         if known.any():
             level = levels[side, known]
             spread = np.mean(np.abs(level - np.median(level)))
+            local = (level - near[side, known])[np.isfinite(near[side, known])]
+            if local.size >= 3:
+                spread = min(spread, np.mean(np.abs(local - np.median(local))))
             ratio = DOMINANCE_RATIO ** (1.0 + 1.0 / max(level.size - 1, 1))
             out[known] |= pulls[side, known] > ratio * spread
     return out

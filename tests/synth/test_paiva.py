@@ -826,6 +826,27 @@ def test_two_cells_that_each_hold_an_extreme_do_not_vouch_for_each_other():
     assert (pulls - levels > DOMINANCE_RATIO ** 2 * spread).all()
 
 
+def test_an_extreme_where_levels_rise_across_space_is_withheld():
+    """Incomes rising twentyfold along a line of 30 cells of ten: the levels' spread over the
+    whole line hid a value three times the data's largest in the lowest cell, which came back
+    within 1 % as ten times its cell's mean less nine times its neighbour's; the levels less
+    their neighbours' spread little."""
+    rng = np.random.default_rng(0)
+    level = 3_000 * 20 ** (np.arange(30) / 29)
+    rows = [(c, g, v) for g in ("t", "u") for c in range(30)
+            for v in rng.lognormal(np.log(level[c]), 0.5, 10)]
+    planted = round(3 * max(v for *_, v in rows), -3)
+    rows[0] = (0, "t", planted)
+    frame = pd.DataFrame(rows, columns=["cell", "grp", "z"])
+    grid = Grid.regular((0, 0, 300, 10), shape=(1, 30), crs=CRS)
+    gdf = gpd.GeoDataFrame(frame[["grp", "z"]], crs=CRS, geometry=gpd.points_from_xy(
+        10 * frame.cell + 5, np.full(len(frame), 5.0)))
+    counts = prepare(gdf, grid, attributes=["grp"], continuous="z")
+    t = counts.combos["grp"].tolist().index("t")
+    assert np.flatnonzero(outlying_means(counts)[:, t]).tolist() == [0]
+    assert kept_pairs(counts)[1:, t].all()  # the rest of the line keeps its means
+
+
 def test_a_combination_left_with_too_few_means_is_pooled():
     """One of a rare combination's three cells is withheld (9,870,000 among its incomes): the
     other two would be judged against each other alone (with one of two withheld, the other's
@@ -856,7 +877,8 @@ def test_counts_without_extremes_withhold_the_means_they_cannot_judge():
 def pulled_by_brute_force(rows, n_cells):
     """Each cell's pull (mean less its mean without its two largest; the mean without its two
     smallest less the mean) beyond 10^(1 + 1/(m - 1)) times the mean absolute deviation of
-    the cells' means without them from their median (m cells of 3 or more values)."""
+    the cells' means without them from their median (m cells of 3 or more values), or of
+    those means less their neighbours' (cells c - 1 and c + 1 of a line) if smaller."""
     values = pd.DataFrame(rows, columns=["cell", "z"]).groupby("cell")["z"].apply(np.sort)
     values = values[values.map(len) >= 3]
     out = np.zeros(n_cells, dtype=bool)
@@ -865,6 +887,10 @@ def pulled_by_brute_force(rows, n_cells):
         level = values.map(lambda v, trim=trim: trim(v).mean())
         pull = (values.map(np.mean) - level).abs()
         spread = np.mean(np.abs(level - np.median(level)))
+        local = [level[c] - np.mean([level[n] for n in (c - 1, c + 1) if n in level.index])
+                 for c in level.index if c - 1 in level.index or c + 1 in level.index]
+        if len(local) >= 3:
+            spread = min(spread, np.mean(np.abs(local - np.median(local))))
         out[values.index[pull > ratio * spread]] = True
     return out
 
