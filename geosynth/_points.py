@@ -332,7 +332,8 @@ def holds_coordinates_within(
     bool
     """
     values, texts = _distinct_texts(values)
-    limits = {text: _located(text, bounds, degrees) for text in texts
+    far = _far_from_origin(bounds)
+    limits = {text: _located(text, bounds, degrees, far) for text in texts
               if _DIGIT_PAIR.search(text)}
     limits = {text: limit for text, limit in limits.items() if limit is not None}
     if not limits:
@@ -367,18 +368,19 @@ DECIMAL_FEWER_THAN = 10
 
 
 def _located(text: str, bounds: tuple[float, float, float, float],
-             degrees: tuple[float, float, float, float] | None) -> str | None:
-    """``"decimal"``, ``"whole"`` or None: how ``text`` reads as a location in a box.
+             degrees: tuple[float, float, float, float] | None, far: bool) -> str | None:
+    """``"far"``, ``"decimal"``, ``"whole"`` or None: how ``text`` reads as a location in a box.
 
-    :func:`holds_coordinates_within` gives the rules.
+    :func:`holds_coordinates_within` gives the rules; ``far``: :func:`_far_from_origin` of
+    ``bounds``.
     """
     found = None
     for numbers in _number_readings(text):
         for (a, da), (b, db) in zip(numbers, numbers[1:], strict=False):
             for x, y in ((a, b), (b, a)):
-                if _inside(x, y, bounds) and _far_from_origin(bounds):
-                    return "far"
                 if _inside(x, y, bounds):
+                    if far:
+                        return "far"
                     if da and db:
                         return "decimal"
                     found = "whole"

@@ -1687,8 +1687,8 @@ def no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> st
     # The records' bounds and the gap to the nearest 10^k of the larger of the gap and the
     # lattice's span: a CRS mix-up shows at that scale, and a near miss gave a record's
     # extreme coordinate (the gap "about 11.1 metres" from a public edge).
-    step = 10.0 ** math.floor(math.log10(max(gap, extent[2] - extent[0], extent[3] - extent[1],
-                                             1e-300)))
+    span = max(extent[2] - extent[0], extent[3] - extent[1])
+    step = 10.0 ** math.floor(math.log10(max(gap, span, 1e-300)))
     described = (
         f"the points (bounds about {_describe_bounds(points, step)}, {crs_name}) and the "
         f"{target} (cells within bounds {_describe_bounds(extent)})"
@@ -1713,7 +1713,7 @@ def no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> st
             "with x and y swapped the points would overlap it: check which column is the "
             "easting (x) and which the northing (y) (CLI: --x, --y), or the axis order of the CRS"
         )
-    if not hints and gap < max(extent[2] - extent[0], extent[3] - extent[1]):
+    if not hints and gap < span:
         return (f"{head}: the points ({crs_name}) lie outside the {target} (cells within bounds "
                 f"{_describe_bounds(extent)}), closer to it than it is wide: check its bounds "
                 "(and the region and exclude polygons)")

@@ -1757,9 +1757,8 @@ def _original_correlation(fisher: float, size: int, critical: float) -> tuple[fl
     """
     if not np.isfinite(fisher):
         return (np.nan,) * 7
-    half = critical / math.sqrt(size - 3.0)
-    return (float(np.tanh(fisher)), np.nan, float(np.tanh(fisher - half)),
-            float(np.tanh(fisher + half)), np.nan, np.nan, np.nan)
+    lower, upper = np.tanh(_original_interval(fisher, 1.0 / (size - 3.0), critical))
+    return (float(np.tanh(fisher)), np.nan, float(lower), float(upper), np.nan, np.nan, np.nan)
 
 
 def _continuous_values(frame: pd.DataFrame, columns: list[str], name: str) -> np.ndarray:
@@ -1805,10 +1804,15 @@ def _compared(estimates: np.ndarray, variances: np.ndarray, critical: float, lev
         combined = combine_fully_synthetic(estimates[1:], variances[1:], level,
                                            n_synthetic=int(sizes[1:].sum()),
                                            n_original=int(sizes[0]) * m)
-    half = critical * math.sqrt(variances[0])
-    original_ci = (estimates[0] - half, estimates[0] + half)
-    return np.array([estimates[0], combined.estimate, *original_ci, combined.lower,
+    return np.array([estimates[0], combined.estimate,
+                     *_original_interval(estimates[0], variances[0], critical), combined.lower,
                      combined.upper])
+
+
+def _original_interval(estimate: float, variance: float, critical: float) -> tuple[float, float]:
+    """Return the original's interval, ``estimate ± critical`` standard errors."""
+    half = critical * math.sqrt(variance)
+    return estimate - half, estimate + half
 
 
 def _with_overlap(row: np.ndarray) -> tuple[float, ...]:
