@@ -195,6 +195,7 @@ __all__ = [
     "is_identifying",
     "declared_attributes",
     "identifies_records",
+    "describe_identifier",
     "identifying_levels",
     "IDENTIFYING_LEVEL_SHARE",
     "RARE_LEVEL_RECORDS",
@@ -2879,6 +2880,69 @@ def identifying_levels(values: pd.Series, name: Hashable | None = None) -> str |
     return (f"{sizes.size:,} levels among {len(values):,} records, "
             f"{int((sizes == 1).sum()):,} of them held by a single record"
             f"{', and is named like a record identifier' * named}")
+
+
+#: An integer column with more distinct values than this share of its records is judged as an
+#: identifier by the level rules (:func:`describe_identifier`); fewer, it is a measurement.
+NEARLY_UNIQUE_SHARE = 0.9
+# Floats at or beyond 2**53 are all whole numbers; below it a whole-number float column is an
+# integer column stored as floats.
+_WHOLE_FLOAT_LIMIT = 2.0**53
+
+
+def _whole_number_floats(values: pd.Series) -> bool:
+    """Tell whether a float column holds whole numbers only, each below ``2**53`` in magnitude.
+
+    NaN and inf are left to the later checks. Beyond ``2**53`` every float is whole, so a
+    column reaching that far is a measurement, not an integer stored as floats.
+    """
+    if not pd.api.types.is_float_dtype(values.dtype):
+        return False
+    numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    finite = numbers[np.isfinite(numbers)]
+    return (finite.size > 0 and bool(np.all(np.abs(finite) < _WHOLE_FLOAT_LIMIT))
+            and bool(np.all(finite == np.round(finite))))
+
+
+def describe_identifier(values: pd.Series, name: Hashable) -> tuple[str, str] | None:
+    """``(kind, description)`` of a numeric column that identifies records, else None.
+
+    An integer column by the rules of :func:`geosynth.data.identifying_levels` when nearly
+    every record holds its own value (:data:`NEARLY_UNIQUE_SHARE`: an ID with one value typed
+    twice too) or its name is an identifier's. The level rules alone, meant for categories,
+    took a measurement for an ID in a small table: 50 people's ages in years span more levels
+    than half the records. A float column of whole numbers only (an integer ID
+    stored as floats: read from a CSV with a blank cell, or after a join) when every record
+    holds its own value: a continuous measurement rounded to whole units (income in dollars)
+    repeats, an ID never does. Other columns: None (text and categories are judged by
+    :func:`identifying_levels`; a continuous measurement is distinct for every record without
+    being an identifier).
+
+    Parameters
+    ----------
+    values : pandas.Series
+        One column of the records.
+    name : hashable
+        The column's name.
+
+    Returns
+    -------
+    (str, str) or None
+        ``("integer" or "whole-number float", description)``, else None.
+    """
+    if pd.api.types.is_integer_dtype(values.dtype):
+        nearly_unique = values.nunique(dropna=False) > NEARLY_UNIQUE_SHARE * len(values)
+        if not (nearly_unique or is_identifier_name(name)):
+            return None  # a measurement or a count repeats: ages, rooms
+        described = identifying_levels(values, name)
+        return None if described is None else ("integer", described)
+    n = len(values)
+    if n < 2 or not _whole_number_floats(values):
+        return None
+    if values.nunique(dropna=False) < n:  # a measurement repeats; an ID by its name does too
+        described = identifying_levels(values, name) if is_identifier_name(name) else None
+        return None if described is None else ("whole-number float", described)
+    return "whole-number float", f"{n:,} distinct values among {n:,} records"
 
 
 def identifies_records(sizes: np.ndarray, n_records: int, name: Hashable | None = None) -> bool:

@@ -97,7 +97,6 @@ import shapely
 from scipy import sparse
 from scipy.spatial import cKDTree
 
-from geosynth._identifiers import is_identifier_name
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import at_locations, refuse_z
 from geosynth._random import SeedLike, as_generator
@@ -111,7 +110,7 @@ from geosynth._validation import (
     describe_value,
     is_sequence,
 )
-from geosynth.data import identifying_levels
+from geosynth.data import describe_identifier, identifying_levels
 from geosynth.errors import (
     DataWarning,
     InputError,
@@ -143,9 +142,6 @@ _FILTER_CHUNK = 1 << 22
 # Blocks whose pair count could exceed this are sampled to estimate their pair count.
 _ESTIMATE_ABOVE = 1_000_000
 _ESTIMATE_SAMPLE = 256
-# Floats at or beyond 2**53 are all whole numbers; below it a whole-number float column is an
-# integer column stored as floats.
-_WHOLE_FLOAT_LIMIT = 2.0**53
 
 
 @dataclass(frozen=True, eq=False)
@@ -368,58 +364,12 @@ def _check_columns(
     return cols, cats
 
 
-def _whole_number_floats(values: pd.Series) -> bool:
-    """Tell whether a float column holds whole numbers only, each below ``2**53`` in magnitude.
-
-    NaN and inf are left to the later checks. Beyond ``2**53`` every float is whole, so a
-    column reaching that far is a measurement, not an integer stored as floats.
-    """
-    if not pd.api.types.is_float_dtype(values.dtype):
-        return False
-    numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    finite = numbers[np.isfinite(numbers)]
-    return (finite.size > 0 and bool(np.all(np.abs(finite) < _WHOLE_FLOAT_LIMIT))
-            and bool(np.all(finite == np.round(finite))))
-
-
-#: An integer column with more distinct values than this share of its records is judged as an
-#: identifier by the level rules (:func:`_describe_identifier`); fewer, it is a measurement.
-_NEARLY_UNIQUE_SHARE = 0.9
-
-
-def _describe_identifier(values: pd.Series, name: Hashable) -> tuple[str, str] | None:
-    """``(kind, description)`` of a numeric column that identifies records, else None.
-
-    An integer column by the rules of :func:`geosynth.data.identifying_levels` when nearly
-    every record holds its own value (:data:`_NEARLY_UNIQUE_SHARE`: an ID with one value typed
-    twice too) or its name is an identifier's. The level rules alone, meant for categories,
-    took a measurement for an ID in a small table: 50 people's ages in years span more levels
-    than half the records. A float column of whole numbers only (an integer ID
-    stored as floats: read from a CSV with a blank cell, or after a join) when every record
-    holds its own value: a continuous measurement rounded to whole units (income in dollars)
-    repeats, an ID never does.
-    """
-    if pd.api.types.is_integer_dtype(values.dtype):
-        nearly_unique = values.nunique(dropna=False) > _NEARLY_UNIQUE_SHARE * len(values)
-        if not (nearly_unique or is_identifier_name(name)):
-            return None  # a measurement or a count repeats: ages, rooms
-        described = identifying_levels(values, name)
-        return None if described is None else ("integer", described)
-    n = len(values)
-    if n < 2 or not _whole_number_floats(values):
-        return None
-    if values.nunique(dropna=False) < n:  # a measurement repeats; an ID by its name does too
-        described = identifying_levels(values, name) if is_identifier_name(name) else None
-        return None if described is None else ("whole-number float", described)
-    return "whole-number float", f"{n:,} distinct values among {n:,} records"
-
-
 def _check_not_identifying(values: pd.Series, name: Hashable, categorical: bool) -> None:
     """Refuse a categorical or integer column whose values identify records (an ID).
 
     Categorical columns by the rules of :func:`geosynth.data.identifying_levels` (their
     levels, and their name as :func:`geosynth.prepare` judges it); integer and whole-number
-    float columns as :func:`_describe_identifier` says.
+    float columns as :func:`geosynth.data.describe_identifier` says.
     Other float columns are not checked: a continuous measurement is distinct for every record
     without being an identifier.
     """
@@ -432,7 +382,7 @@ def _check_not_identifying(values: pd.Series, name: Hashable, categorical: bool)
                 "from columns= (an ID) or coarsen it into groups"
             )
         return
-    found = _describe_identifier(values, name)
+    found = describe_identifier(values, name)
     if found is None:
         return
     kind, described = found

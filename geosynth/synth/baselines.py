@@ -41,7 +41,7 @@ from geosynth._points import (
 )
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_m, check_real, check_unique_columns, is_sequence
-from geosynth.data import check_crs
+from geosynth.data import check_crs, describe_identifier, identifying_levels
 from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError, SamplerError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import (
@@ -96,8 +96,9 @@ def naive_synthesize(
         ``gdf`` is not a GeoDataFrame of valid 2-D points (no rows, missing, empty, non-point or
         3-D geometries, duplicated column names); ``grid`` is not a Grid; points lie in no
         cell (as in :func:`geosynth.prepare`: outside the lattice or region, or inside an
-        excluded area); bad ``m``, ``columns`` or ``weights``; a kept column repeats the x or y
-        of the points (e.g. ``easting``) or their longitude or latitude.
+        excluded area); bad ``m``, ``columns`` or ``weights``; a kept column identifies records
+        (an ID, by its values or its name and levels) or repeats the x or y of the points
+        (e.g. ``easting``) or their longitude or latitude.
     geosynth.errors.CRSError
         ``gdf`` is not in the grid CRS, or is in degrees.
     geosynth.errors.SamplerError
@@ -117,6 +118,7 @@ def naive_synthesize(
     keep = _check_columns(gdf, columns)
     xy = _check_points(gdf)
     _refuse_coordinate_columns(gdf, keep, xy)
+    _refuse_identifiers(gdf, keep)
     check_crs(gdf, grid)
     cells = _cells_of(gdf, grid, xy)
     table = check_pixel_table(weights, grid)
@@ -185,7 +187,8 @@ def donut_mask(
         ``r_min``/``r_max`` are not finite numbers with ``0 <= r_min < r_max``; ``r_max`` below
         1e-9 of the largest coordinate (float64 could not move the points) or beyond
         :data:`MAX_DONUT_METRES` (half the Earth's circumference, in the CRS unit); bad ``m`` or
-        ``columns``; a kept column repeats the x or y, longitude or latitude of the points.
+        ``columns``; a kept column identifies records (as for :func:`naive_synthesize`) or
+        repeats the x or y, longitude or latitude of the points.
     geosynth.errors.CRSError
         ``gdf`` is in a geographic CRS (degrees).
     geosynth.errors.SamplerError
@@ -208,6 +211,7 @@ def donut_mask(
     keep = _check_columns(gdf, columns)
     xy = _check_points(gdf)
     _refuse_coordinate_columns(gdf, keep, xy)
+    _refuse_identifiers(gdf, keep)
     _check_resolution(r_max, xy)
     if gdf.crs is not None and gdf.crs.is_geographic:
         raise CRSError(
@@ -497,6 +501,31 @@ def _check_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str] | None) -> list
     if len(set(chosen)) != len(chosen):
         raise InputError(f"columns lists a column more than once: {chosen}")
     return chosen
+
+
+def _refuse_identifiers(gdf: gpd.GeoDataFrame, keep: list) -> None:
+    """Refuse a kept column whose values (or name, with its levels) identify records.
+
+    Numbers as :func:`geosynth.data.describe_identifier` judges them, other columns by
+    :func:`geosynth.data.identifying_levels`: the rules of :func:`geosynth.sdc.neighbour_resample`
+    and :func:`geosynth.prepare`. A ``patient_id`` was kept silently, each synthetic point
+    carrying its record's ID.
+    """
+    for column in keep:
+        values = gdf[column]
+        numeric = (pd.api.types.is_numeric_dtype(values.dtype)
+                   and not pd.api.types.is_bool_dtype(values.dtype))
+        if numeric:
+            found = describe_identifier(values, column)
+            described = None if found is None else found[1]
+        else:
+            described = identifying_levels(values, column)
+        if described is not None:
+            others = [c for c in keep if c != column]
+            raise InputError(
+                f"column {column!r} of gdf has {described}: an identifier, which each synthetic "
+                f"point would carry from its record; leave it out: columns={others!r}"
+            )
 
 
 def _is_available(column: Any, available: list) -> bool:

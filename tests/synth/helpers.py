@@ -17,7 +17,7 @@ def make_points(n, bounds=(0.0, 0.0, 120.0, 90.0), seed=0, crs=CRS, continuous=T
     y = rng.uniform(ymin, ymax, n)
     a = rng.integers(0, 2, n)
     c = np.where(rng.random(n) < 0.4, "u", "v")
-    data = {"a": a, "c": c, "other": np.arange(n)}
+    data = {"a": a, "c": c, "other": np.arange(n) % 7}  # a code of 7 levels, no ID
     if continuous:
         data["z"] = 10.0 + 3.0 * a + 0.05 * x + rng.normal(0.0, 2.0, n)
     return gpd.GeoDataFrame(data, geometry=gpd.points_from_xy(x, y), crs=crs)

@@ -391,8 +391,33 @@ def test_baselines_refuse_coordinates_in_other_units_offset_text_or_partly_chang
             run(gdf.assign(**{name: values}))
     # a text column that is not numbers, and a code column, are kept
     codes = np.random.default_rng(2).integers(1, 4, 80)
-    (release,) = run(gdf.assign(label=[f"site {k}" for k in range(80)], code=codes))
+    (release,) = run(gdf.assign(label=[f"site {k % 5}" for k in range(80)], code=codes))
     assert {"label", "code"} <= set(release.columns)
+
+
+@pytest.mark.parametrize("method", ["naive", "donut"])
+def test_baselines_refuse_a_column_that_identifies_records(method):
+    # A patient_id was kept silently: each synthetic point carried its record's ID.
+    run = BASELINES[method]
+    gdf = make_points(80, seed=2)
+    identifiers = {
+        "patient_id": np.arange(1000, 1080),  # an integer ID
+        "record": np.arange(80).astype(np.float64),  # one stored as floats after a join
+        "case_ref": [f"C-{k:04d}" for k in range(80)],  # a text ID
+        "nhs_number": np.repeat(np.arange(40), 2),  # by its name: two visits each
+    }
+    for name, values in identifiers.items():
+        with pytest.raises(InputError, match=rf"column '{name}' of gdf has .*: an identifier"
+                                             r".*leave it out: columns=\['a', 'c', 'other', "
+                                             r"'z'\]"):
+            run(gdf.assign(**{name: values}))
+        (release,) = run(gdf.assign(**{name: values}), columns=["a", "c", "other", "z"])
+        assert name not in release.columns
+    # measurements are kept: an income in whole units that repeats, a continuous one
+    rng = np.random.default_rng(3)
+    kept = gdf.assign(income=rng.integers(10, 40, 80) * 1000, weight=rng.normal(70, 9, 80))
+    (release,) = run(kept)
+    assert {"income", "weight"} <= set(release.columns)
 
 
 @pytest.mark.parametrize("method", ["naive", "donut"])
