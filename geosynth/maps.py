@@ -119,6 +119,7 @@ __all__ = [
     "DEFAULT_MAX_POINTS",
     "MAX_DRAWN",
     "check_drawn",
+    "check_web_crs",
     "ORIGINAL_LAYER",
     "DISPLACEMENT_LAYER",
     "GRID_LAYER",
@@ -353,6 +354,7 @@ def review_map(
             raise InputError("original has no records; pass the confidential points, or "
                              "original=None with public=True for a map without them")
     crs = _common_crs(original, releases)
+    check_web_crs(crs)
     for name, frame in [("original", original)] * (original is not None) + [
             (f"releases[{number}]", release) for number, release in enumerate(releases)]:
         _check_on_the_globe(frame, name)
@@ -583,6 +585,39 @@ def _check_points(frame: Any, name: str) -> None:
     # frame[c] of a repeated name is a frame (a bare error); 0 and "0" were one tooltip field
     check_unique_columns(frame, name, as_text=True)
     point_coordinates(frame, name)
+
+
+def check_web_crs(crs: Any) -> None:
+    """Refuse a CRS that has no transformation to longitude and latitude (EPSG:4326).
+
+    A web map places every layer by longitude and latitude. A local engineering CRS (a site
+    grid in metres, which :func:`geosynth.prepare`, the fit and the GeoTIFF take) has none:
+    the map failed with PROJ's "Error creating Transformer from CRS", and ``geosynth release
+    --map`` failed so after the whole fit (it now checks first).
+
+    Parameters
+    ----------
+    crs : pyproj.CRS
+        The CRS of the points and the lattice.
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        No transformation to EPSG:4326 exists.
+    """
+    from pyproj import Transformer
+    from pyproj.exceptions import CRSError as ProjCRSError
+    from pyproj.exceptions import ProjError
+
+    try:
+        Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
+    except (ProjError, ProjCRSError):
+        raise CRSError(
+            f"the points' CRS ({crs.name!r}) has no transformation to longitude and "
+            "latitude (EPSG:4326), which a web map needs to place them; reproject the points to "
+            "a CRS tied to the Earth (e.g. their UTM zone; CLI: --crs), or draw no map (CLI: "
+            "leave out --map)"
+        ) from None
 
 
 def _check_on_the_globe(frame: gpd.GeoDataFrame, name: str) -> None:

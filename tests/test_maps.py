@@ -921,6 +921,21 @@ def test_points_their_crs_cannot_place_on_the_globe_are_refused_by_row(data):
         review_map(original, [releases[0], far])
 
 
+#: A site grid in metres: prepare, the fit and the GeoTIFF take it; it has no longitude.
+LOCAL_CRS = ('ENGCRS["site grid",EDATUM["site"],CS[Cartesian,2],AXIS["x",east,'
+             'LENGTHUNIT["metre",1]],AXIS["y",north,LENGTHUNIT["metre",1]]]')
+
+
+def test_a_crs_without_longitude_and_latitude_is_refused_with_the_fix(data):
+    # PROJ's "Error creating Transformer from CRS" came out of the page's GeoJSON.
+    original, releases, _, _ = data
+    local = [frame.set_crs(LOCAL_CRS, allow_override=True) for frame in (original, releases[0])]
+    with pytest.raises(CRSError, match=r"the points' CRS \('site grid'\) has no transformation "
+                                       r"to longitude and latitude .* reproject the points"):
+        review_map(*local)
+    geosynth.maps.check_web_crs(original.crs)  # the projected CRS of the data passes
+
+
 # ---------------------------------------------------------------------- save_map
 def test_save_map_writes_standalone_html_and_refuses_overwrite(data, tmp_path):
     _, releases, _, _ = data

@@ -359,6 +359,7 @@ def release(
         if map_path is not None:  # before the fit: a map too large failed after it
             from geosynth import maps
 
+            maps.check_web_crs(grid.crs)
             shown = _check_map_size(counts.n_records, m, map_max_points, epsilon)
         if epsilon is None:
             click.echo(f"Read {counts.n_records} records from {input_path} "

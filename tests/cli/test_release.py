@@ -1089,6 +1089,19 @@ def test_a_map_too_large_for_a_page_is_refused_before_the_fit(inputs, tmp_path, 
     assert "Fitting" not in result.output and not list(tmp_path.iterdir())
 
 
+def test_a_map_in_a_crs_without_longitude_is_refused_before_the_fit(inputs, tmp_path):
+    # A site grid in metres: the fit ran, then PROJ's traceback came out of the map (exit 1).
+    local = ('ENGCRS["site grid",EDATUM["site"],CS[Cartesian,2],AXIS["x",east,'
+             'LENGTHUNIT["metre",1]],AXIS["y",north,LENGTHUNIT["metre",1]]]')
+    args = ["release", inputs["csv"], "--x", "east", "--y", "north", "--crs", local,
+            "--attributes", "y,x1", "--grid", "4x4", *FAST, "--out", tmp_path / "r.gpkg"]
+    result = run(*args, "--map", tmp_path / "m.html")
+    assert_refused(result, "has no transformation to longitude and latitude",
+                   "leave out --map")
+    assert "Fitting" not in result.output and not list(tmp_path.iterdir())
+    assert run(*args).exit_code == 0  # without the map the site grid is fine
+
+
 def test_the_default_map_cap_shrinks_to_fit_many_releases_in_a_page(inputs, tmp_path,
                                                                    monkeypatch):
     # The default of 10,000 points a layer refused a map of 25 releases (51 layers, 510,000
