@@ -398,14 +398,16 @@ def _pieces_per_pixel(transform: Any, grid: Grid) -> float:
     Minkowski sums with the pixel, ``A + pw·h + ph·w + pw·ph`` each, over the cells' area: one
     piece for pixels far smaller than the cells, four for squares as large as them, and more
     for hexagons and areas than their boxes suggest (the boxes' product undercounted pixels as
-    large as hexagons by a fifth, and the memory limit with them).
+    large as hexagons by a fifth, and the memory limit with them). At most ``G``: a pixel
+    overlaps no more than every cell (one pixel of 10^12 m was refused as "about 1e+18 pieces",
+    up to 238 billion GiB).
     """
     boxes = grid.cell_bounds(np.arange(grid.n_cells))
     width, height = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
     areas = width * height if grid.kind == "square" else grid.cells.geometry.area.to_numpy()
     pw, ph = abs(transform.a), abs(transform.e)
     reach = pw * height.sum() + ph * width.sum() + grid.n_cells * pw * ph
-    return float(1.0 + reach / areas.sum())
+    return min(float(1.0 + reach / areas.sum()), float(grid.n_cells))
 
 
 def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:

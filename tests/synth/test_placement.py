@@ -681,6 +681,16 @@ def test_the_pixel_limit_counts_the_pieces_of_pixels_over_several_cells(tmp_path
         read_weights(large, grid)  # 64 pixels, each over four cells: 256 pieces
 
 
+def test_a_pixel_larger_than_the_grid_makes_at_most_a_piece_per_cell(tmp_path):
+    # One pixel of 10^12 m over a grid of two cells was refused as "about 1e+18 pieces each,
+    # up to 238,418,579,578 GiB": it overlaps two cells, so it is read and makes two pieces.
+    from geosynth.lattice import Grid
+
+    grid = Grid.regular((0, 0, 2000, 1000), shape=(1, 2), crs=CRS)
+    huge = write_raster(tmp_path / "h.tif", np.ones((1, 1)), from_origin(-1e11, 1e11, 1e12, 1e12))
+    assert read_weights(huge, grid).boxes.shape[0] == 2
+
+
 @pytest.mark.parametrize("kind", ["hexagons", "areas"])
 def test_the_pixel_limit_counts_the_pieces_over_hexagons_and_areas(kind):
     # The pieces a pixel makes were estimated from the cells' boxes, as for squares: pixels half
