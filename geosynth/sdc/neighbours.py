@@ -118,15 +118,20 @@ from geosynth.errors import (
     MemoryLimitError,
     PrivacyLeakWarning,
 )
+from geosynth.lattice import polygon_union
 from geosynth.synth.release import LINKED_ATTR, ReleaseInfo, set_release_info
 
-__all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
+__all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS",
+           "MAX_PLACEMENT_DRAWS"]
 
 #: Largest estimated number of neighbour pairs (between distinct scaled value vectors) that
 #: :func:`neighbour_resample` will materialise (each costs about 50 bytes at peak). Larger
 #: requests raise :class:`~geosynth.errors.MemoryLimitError` before the search; lower ``eps`` or
 #: raise this deliberately.
 MAX_NEIGHBOUR_PAIRS = 50_000_000
+#: Rounds in which :func:`neighbour_resample` draws again the x and y of a resampled point that
+#: fell outside its ``region`` (or inside ``exclude``), before it takes one neighbour's point.
+MAX_PLACEMENT_DRAWS = 100
 
 # Blocks by categorical combination are used while there are at most this many combinations and
 # this many pairs of combinations within eps; otherwise one tree holds the one-hot dummies too.
@@ -733,6 +738,54 @@ def _neighbour_graph(scaled: _Scaled, eps: float, blocked: bool = True) -> _Grap
     return _Graph(inverse, representative, indptr, csr.indices, cum, start, degree)
 
 
+def _check_area(df: pd.DataFrame, region: Any, exclude: Any,
+                xy: np.ndarray | None) -> tuple[Any, Any] | None:
+    """Return ``(region, exclude)`` as prepared unions in ``df``'s CRS, or None for neither."""
+    if region is None and exclude is None:
+        return None
+    if xy is None:
+        raise InputError("region and exclude bound the resampled coordinates; pass "
+                         "include_coordinates=True, or leave them out")
+    area = (polygon_union(region, "region", df.crs), polygon_union(exclude, "exclude", df.crs))
+    if not _in_area(area, xy).any():
+        raise InputError("no record's point lies in region (less exclude), so no resampled "
+                         "point could; check that they cover the records, in df's CRS")
+    return area
+
+
+def _in_area(area: tuple[Any, Any], xy: np.ndarray) -> np.ndarray:
+    """Mask of the points in ``region`` (on its edge too) and not inside ``exclude``."""
+    region, exclude = area
+    inside = np.ones(len(xy), dtype=bool) if region is None else shapely.intersects_xy(
+        region, xy[:, 0], xy[:, 1])
+    if exclude is not None:
+        inside &= ~shapely.contains_xy(exclude, xy[:, 0], xy[:, 1])
+    return inside
+
+
+def _within_area(area: tuple[Any, Any], graph: _Graph, movers: np.ndarray, drawn: np.ndarray,
+                 xy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Draw again, from their neighbours, the x and y of ``movers``' points outside ``area``.
+
+    Up to :data:`MAX_PLACEMENT_DRAWS` rounds; a point still outside then takes both coordinates
+    of one neighbour in the area (its own point where none is).
+    """
+    drawn = drawn.copy()
+    outside = np.flatnonzero(~_in_area(area, drawn))
+    for _ in range(MAX_PLACEMENT_DRAWS):
+        if not outside.size:
+            return drawn
+        sources = _draw_sources(graph, movers[outside], 2, rng)
+        drawn[outside] = np.column_stack([xy[sources[:, 0], 0], xy[sources[:, 1], 1]])
+        outside = outside[~_in_area(area, drawn[outside])]
+    in_area = _in_area(area, xy)
+    for row in outside:
+        candidates = _draw_sources(graph, np.full(MAX_PLACEMENT_DRAWS, movers[row]), 1, rng)[:, 0]
+        fitting = candidates[in_area[candidates]]
+        drawn[row] = xy[fitting[0]] if fitting.size else xy[movers[row]]
+    return drawn
+
+
 def _draw_sources(
     graph: _Graph, records: np.ndarray, n_variables: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -940,6 +993,8 @@ def neighbour_resample(
     include_coordinates: bool = ...,
     seed: SeedLike = ...,
     return_info: Literal[False] = ...,
+    region: Any = ...,
+    exclude: Any = ...,
 ) -> pd.DataFrame: ...
 
 
@@ -958,6 +1013,8 @@ def neighbour_resample(
     seed: SeedLike = ...,
     *,
     return_info: Literal[True],
+    region: Any = ...,
+    exclude: Any = ...,
 ) -> tuple[pd.DataFrame, NeighbourResampleInfo]: ...
 
 
@@ -974,6 +1031,8 @@ def neighbour_resample(
     include_coordinates: bool = False,
     seed: SeedLike = None,
     return_info: bool = False,
+    region: Any = None,
+    exclude: Any = None,
 ) -> pd.DataFrame | tuple[pd.DataFrame, NeighbourResampleInfo]:
     """Release each selected record with every variable drawn from a random neighbour.
 
@@ -1025,11 +1084,21 @@ def neighbour_resample(
         Make the ``x`` and ``y`` of a GeoDataFrame's point geometries two more variables: they
         count in the distance, are resampled independently, and the released geometry is rebuilt
         from the new coordinates (CRS kept). Otherwise the geometry is copied unchanged (true
-        locations: a :class:`~geosynth.errors.PrivacyLeakWarning` says so).
+        locations: a :class:`~geosynth.errors.PrivacyLeakWarning` says so). A point's ``x`` and
+        ``y`` come from two records, so it can fall outside a concave study area or inside a
+        no-go area (15 of 400 points left an L-shaped region): pass ``region``/``exclude``.
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random stream (:func:`geosynth._random.as_generator`).
     return_info : bool, default False
         Also return a :class:`NeighbourResampleInfo`.
+    region, exclude : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons, optional
+        With ``include_coordinates``: the study area and its no-go areas, as
+        :meth:`geosynth.Grid.regular` takes them (reprojected to ``df``'s CRS). A resampled point
+        outside ``region`` or inside ``exclude`` has its ``x`` and ``y`` drawn again from the
+        record's neighbours, up to :data:`MAX_PLACEMENT_DRAWS` times (the released coordinates
+        then follow the method's distribution given the area); one still outside takes both
+        coordinates of one neighbour inside the area, a real location (counted by the warning
+        of location copies).
 
     Returns
     -------
@@ -1054,8 +1123,11 @@ def neighbour_resample(
         is neither a name nor a flat list of names (e.g. a 0-d array).
     geosynth.errors.InputError
         Bad parameter, missing column, unsupported dtype, NaN or infinite values in a variable,
-        a categorical or integer variable that identifies records (an ID), no rows, or (with
-        ``include_coordinates``) missing, empty, non-point or 3-D geometries.
+        a categorical or integer variable that identifies records (an ID), no rows, (with
+        ``include_coordinates``) missing, empty, non-point or 3-D geometries, or ``region``/
+        ``exclude`` without ``include_coordinates``, or leaving no record's point in the area
+        (:class:`~geosynth.errors.GridError`, :class:`~geosynth.errors.CRSError` for invalid
+        polygons or a CRS that does not match, as :class:`geosynth.Grid` raises).
     geosynth.errors.MemoryLimitError
         ``eps`` would give more than :data:`MAX_NEIGHBOUR_PAIRS` neighbour pairs.
 
@@ -1094,6 +1166,7 @@ def neighbour_resample(
     variables = list(cols) + ([geometry_name] if include_coordinates else [])
     weights_ = _check_weights(weights, variables)
     xy = _point_xy(df) if include_coordinates else None
+    area = _check_area(df, region, exclude, xy)
     rng = as_generator(seed)
     n = len(df)
     # No record could be resampled (all kept or dropped); the default 2 is kept on tiny frames.
@@ -1149,6 +1222,8 @@ def neighbour_resample(
         new_xy = xy.copy()
         new_xy[movers, 0] = xy[sources[:, -2], 0]
         new_xy[movers, 1] = xy[sources[:, -1], 1]
+        if area is not None:
+            new_xy[movers] = _within_area(area, graph, movers, new_xy[movers], xy, rng)
         out[geometry_name] = gpd.GeoSeries(
             gpd.points_from_xy(new_xy[:, 0], new_xy[:, 1]), index=df.index, crs=df.crs
         )

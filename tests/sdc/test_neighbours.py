@@ -13,6 +13,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
+import shapely
 from scipy.spatial.distance import cdist
 from scipy.stats import binom
 from shapely.geometry import LineString, Point
@@ -1142,3 +1143,68 @@ def test_whole_copies_are_counted_by_the_released_values():
         assert info.n_whole_copies == brute, seed
         counted, found = counted + info.n_whole_copies, found + brute
     assert counted > 100  # copies are common here: the check has something to count
+
+
+# ---------------------------------------------------------------------- study area
+def l_shaped_points(n=400, seed=1):
+    """``n`` points uniform in an L of two 1000 x 200 m arms, with an age and a sex."""
+    rng = np.random.default_rng(seed)
+    area = shapely.union(shapely.box(0, 0, 1000, 200), shapely.box(0, 0, 200, 1000))
+    xy = np.empty((0, 2))
+    while len(xy) < n:
+        candidates = rng.uniform(0, 1000, (4 * n, 2))
+        xy = np.vstack([xy, candidates[shapely.contains_xy(area, *candidates.T)]])
+    frame = pd.DataFrame({"age": rng.integers(20, 80, n), "sex": rng.choice(["f", "m"], n)})
+    return area, gpd.GeoDataFrame(frame, geometry=gpd.points_from_xy(*xy[:n].T), crs=CRS)
+
+
+def test_resampled_points_stay_in_the_region_and_out_of_no_go_areas():
+    # x from one neighbour and y from another put 15 of 400 points outside an L-shaped area.
+    area, gdf = l_shaped_points()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        free = neighbour_resample(gdf, 1.5, include_coordinates=True, seed=1)
+        assert (~free.geometry.within(area)).sum() > 5  # the method alone leaves the L
+        lake = shapely.box(300, 0, 500, 100)
+        kept = neighbour_resample(gdf, 1.5,
+                                  include_coordinates=True, seed=1, region=area,
+                                  exclude=gpd.GeoSeries([lake], crs=CRS))
+    xy = shapely.get_coordinates(kept.geometry.array)
+    assert shapely.intersects_xy(area, *xy.T).all()
+    assert not shapely.contains_xy(lake, *xy.T).any()
+    assert len(kept) == len(gdf)
+
+
+def test_a_region_holding_every_draw_changes_nothing():
+    area, gdf = l_shaped_points(n=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        free = neighbour_resample(gdf, 1.0, include_coordinates=True, seed=4)
+        whole = neighbour_resample(gdf, 1.0, include_coordinates=True, seed=4,
+                                   region=shapely.box(-1, -1, 1001, 1001))
+    pd.testing.assert_frame_equal(free, whole)
+
+
+def test_a_point_that_cannot_be_redrawn_into_the_area_takes_a_real_point_in_it():
+    # Of three records only the first lies in the area. The others' crossed coordinates can
+    # reach it (x and y of the first); the first's neighbours have no x or y that can, so
+    # after the redraws it takes a neighbour's point in the area, and there is none but its
+    # own. Every released point is then that real location, and the warning counts them.
+    gdf = gpd.GeoDataFrame({"v": [1.0, 1.0, 1.0]},
+                           geometry=gpd.points_from_xy([0, 10, 20], [0, 10, 20]), crs=CRS)
+    with pytest.warns(PrivacyLeakWarning, match="3 of 3 resampled records are released at "
+                                                "the exact location of an original record"):
+        out = neighbour_resample(gdf, 100.0, include_coordinates=True, seed=2,
+                                 region=Point(0, 0).buffer(1))
+    assert shapely.get_coordinates(out.geometry.array).tolist() == [[0.0, 0.0]] * 3
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"region": shapely.box(0, 0, 1, 1)}, "pass include_coordinates=True"),
+    ({"region": shapely.box(5000, 5000, 6000, 6000), "include_coordinates": True},
+     "no record's point lies in region"),
+])
+def test_a_region_is_refused_where_it_cannot_apply(options, match):
+    _, gdf = l_shaped_points(n=50)
+    with pytest.raises(InputError, match=match):
+        neighbour_resample(gdf, 1.0, seed=1, **options)
