@@ -583,6 +583,7 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
     """
     refuse_masked(data, what)
     _check_labels(data, what)
+    _refuse_geometries(data, what)
     array = _numbers(data, what)
     if array is None:
         raise InputError(
@@ -619,6 +620,22 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
             "overflow; rescale the attribute (nothing of this chunk was processed)"
         )
     return np.ascontiguousarray(array)
+
+
+def _refuse_geometries(data: object, what: str) -> None:
+    """Refuse a GeoDataFrame or GeoSeries, saying how to pass its coordinates.
+
+    Its geometry column was refused as "not numbers" without a word of the geometry or CRS.
+    """
+    dtypes = getattr(data, "dtypes", None) if hasattr(data, "columns") else [
+        getattr(data, "dtype", None)]
+    if dtypes is None or not any(str(dtype) == "geometry" for dtype in dtypes):
+        return  # geopandas' geometry dtype, told without importing geopandas
+    raise InputError(
+        f"{what} holds geometries, which DOCA cannot aggregate; pass the coordinates of points "
+        f"in a projected CRS (e.g. {what}.get_coordinates(), with public bounds= in that CRS), "
+        f"or drop the geometry column for the other attributes"
+    )
 
 
 def _listed(data: object) -> object:

@@ -1049,3 +1049,20 @@ def test_equal_enlargements_go_to_the_smallest_cluster():
     # tau = 0: no cluster passes the information-loss test, so C_min decides (its smallest)
     chosen = _best_selection(x, 0, 3, 3, 0.0, c_min, c_max, c_size, c_order, inv_g)
     assert chosen == 0
+
+
+def test_geometries_are_refused_with_how_to_pass_their_coordinates():
+    # A GeoDataFrame was refused as "must hold numbers ... not text", without a word of its
+    # geometry column or CRS.
+    import geopandas as gpd
+
+    points = gpd.GeoDataFrame({"v": [1.0, 2.0, 3.0]}, crs="EPSG:31983",
+                              geometry=gpd.points_from_xy([0.0, 1.0, 2.0], [0.0, 1.0, 2.0]))
+    for data in (points, points.geometry):
+        with pytest.raises(InputError, match=r"data holds geometries.*get_coordinates\(\), "
+                                             r"with public bounds="):
+            Doca(1.0, bounds=(0, 100)).fit_transform(data)
+    coordinates = points.get_coordinates().to_numpy()  # the fix the message names works
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        assert Doca(1.0, bounds=(0, 100)).fit_transform(coordinates).shape == (3, 2)
