@@ -409,10 +409,16 @@ class OnTheMapSynthesizer:
         # Both refusals now, before a sample or synthesize charges the accountant. A tiny
         # epsilon times totals_share underflows to 0 (it raised ZeroDivisionError).
         if not self.epsilon_totals > 0.0 or 1.0 / self.epsilon_totals > MAX_INTEGER_NOISE_SCALE:
+            smallest = 1.0 / MAX_INTEGER_NOISE_SCALE
+            # Name what the caller passed: epsilon_totals, or epsilon through totals_share.
+            given = (f"epsilon_totals={self.epsilon_totals:g}" if epsilon_totals is not None
+                     else f"epsilon={self.epsilon:g} (times totals_share={share:g}: "
+                          f"{self.epsilon_totals:g} for the totals)")
+            fix = (f"epsilon_totals >= {smallest:.3g}" if epsilon_totals is not None
+                   else f"epsilon >= {smallest / share:.3g}")  # share > 0: checked above
             raise InputError(
-                f"epsilon_totals={self.epsilon_totals:g} makes the totals' noise scale exceed "
-                f"{MAX_INTEGER_NOISE_SCALE:.3g} (int64 counts would saturate); use "
-                f"epsilon_totals >= {1.0 / MAX_INTEGER_NOISE_SCALE:.3g}"
+                f"{given} makes the totals' noise scale exceed {MAX_INTEGER_NOISE_SCALE:.3g} "
+                f"(int64 counts would saturate); use {fix}"
             )
         prior_scale(self.epsilon_cells_per_release, "epsilon_cells / m")
         # OnTheMapSynthesizer(100) published the exact number of records of every combination,

@@ -528,10 +528,24 @@ def test_the_split_of_epsilon_and_m_are_fixed(name):
 
 def test_audit_tiny_epsilon_and_huge_m_refused_with_input_error():
     # epsilon * totals_share underflowed to 0: ZeroDivisionError; m = 10**400 OverflowError.
-    with pytest.raises(InputError, match=r"epsilon_totals=0 makes the totals' noise scale"):
+    with pytest.raises(InputError, match=r"epsilon=4.94066e-324 \(times totals_share=0.1: 0 "
+                                         r"for the totals\) makes the totals' noise scale"):
         OnTheMapSynthesizer(5e-324)
     with pytest.raises(InputError, match=r"m \(synthetic datasets\) must be at most 10,000"):
         OnTheMapSynthesizer(1.0, m=10**400)
+
+
+def test_a_tiny_epsilon_is_refused_naming_what_was_passed_and_the_least_that_works():
+    # Only epsilon was given, and the message named epsilon_totals=1e-301, and the least of it.
+    import re
+
+    for options, name in (({}, "epsilon"), ({"totals_share": 0.25}, "epsilon"),
+                          ({"epsilon_totals": 1e-301}, "epsilon_totals")):
+        with pytest.raises(InputError, match=rf"^{name}=.* noise scale exceed") as caught:
+            OnTheMapSynthesizer(1e-300 if name == "epsilon" else 1.0, **options)
+        least = float(re.search(rf"use {name} >= ([\d.e+-]+)", str(caught.value)).group(1))
+        given = {name: least * 1.01} if name == "epsilon_totals" else {"epsilon": least * 1.01}
+        OnTheMapSynthesizer(**({"epsilon": 1.0} | options | given))  # the advice works
 
 
 def test_the_smallest_epsilon_advised_keeps_uneven_weights_finite():
