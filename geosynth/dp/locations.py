@@ -175,6 +175,37 @@ _SECONDS_PER_SQRT_LAMBDA = 5e-8
 _LATENT_CALLS_BASE = 6
 
 
+#: :class:`NoisyCounts` warns of a table that looks clipped at 0 when a table noised as it
+#: states would show no negative count among its zeros with less than this probability.
+CLIPPED_TABLE_P = 1e-6
+
+
+def _warn_if_clipped(counts: np.ndarray, scale: float) -> None:
+    """Warn of a table of no negative count whose zeros say it was clipped at 0.
+
+    Under discrete Laplace noise of scale ``b`` (``α = e^{−1/b}``), a count ``c ≥ 0`` noised to
+    ``ñ ≤ 0`` is exactly 0 with probability ``1 − α`` whatever ``c`` (``P(ñ = −j) ∝ α^j``), so
+    ``k`` zeros and no negative count have probability ``(1 − α)^k``. An agency's table clipped
+    at 0 (post-processing the noise-aware fit does not model) was fitted as if unclipped, its
+    sparse cells' intensities biased upwards, without a word.
+    """
+    zeros = int(np.count_nonzero(counts == 0))
+    if zeros == 0 or (counts < 0).any():
+        return
+    log_p = zeros * math.log1p(-math.exp(-1.0 / scale))
+    if log_p < math.log(CLIPPED_TABLE_P):
+        warnings.warn(
+            f"NoisyCounts: the table has {zeros:,} zero counts and no negative one; noise of "
+            f"scale b = {scale:.3g} leaves a count at 0 rather than below it with probability "
+            f"{-math.expm1(-1.0 / scale):.3g}, so {zeros:,} zeros and no negative count happen "
+            f"with probability about 10^{log_p / math.log(10):.0f}: the table looks clipped at "
+            "0, which the noise-aware fit does not model (it would overstate sparse cells); "
+            "pass the counts as noised, negative ones included",
+            DataWarning,
+            stacklevel=4,
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class NoisyCounts(CountTable):
     """ε-DP counts per (cell, attribute combination), from :func:`dp_counts`.
@@ -182,7 +213,10 @@ class NoisyCounts(CountTable):
     Holds only released quantities: no record, cell id of a record, index or exact count.
     Built by hand (counts someone else noised, e.g. an agency's DP table, to fit them
     noise-aware), it records ``noise="external"``: geosynth did not draw the noise, so the
-    ``epsilon`` it states, and every release drawn from it states, is the caller's word.
+    ``epsilon`` it states, and every release drawn from it states, is the caller's word. A
+    table whose zeros and lack of negative counts are less likely than
+    :data:`CLIPPED_TABLE_P` under the noise it states looks clipped at 0, and is warned of
+    (:class:`~geosynth.errors.DataWarning`): the noise-aware fit models unclipped noise.
 
     Attributes
     ----------
@@ -258,6 +292,7 @@ class NoisyCounts(CountTable):
         own.setflags(write=False)
         object.__setattr__(self, "counts", own)
         object.__setattr__(self, "epsilon", float(self.epsilon))  # a float32 ε: float32 scale
+        _warn_if_clipped(own, self.noise_scale)
 
     def _check_privacy(self) -> None:
         """Refuse an ε or a neighbour relation a release could not state truthfully.

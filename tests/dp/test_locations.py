@@ -561,6 +561,31 @@ def hand_built_table(counts):
             "epsilon": 1.0, "sensitivity": 1, "neighbours": "add-remove"}
 
 
+def test_a_table_clipped_at_zero_is_warned_of(scenario_counts):
+    # An agency's table clipped at 0 was fitted as if its noise were unclipped discrete
+    # Laplace (sparse cells biased upwards), without a word. Of the counts noised to 0 or
+    # below, a share 1 - α is exactly 0 whatever the true count: k zeros and no negative count
+    # have probability (1 - α)^k.
+    _, counts = scenario_counts
+    table = hand_built_table(counts)
+    rng = np.random.default_rng(3)
+    alpha = np.exp(-1.0)  # b = 1 (ε = 1, add-remove)
+    shape = table["counts"].shape
+    noise = rng.geometric(1 - alpha, shape) - rng.geometric(1 - alpha, shape)
+    noised = np.zeros(shape, dtype=np.int64) + noise  # true counts 0: half the table <= 0
+    zeros = int((np.maximum(noised, 0) == 0).sum())
+    assert zeros * np.log1p(-alpha) < np.log(1e-6)  # enough zeros for the rule to judge
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", geosynth.errors.DataWarning)
+        NoisyCounts(**{**table, "counts": noised})  # as noised: negative counts, no warning
+        NoisyCounts(**{**table, "counts": np.maximum(noised, 0), "epsilon": 30.0})  # b = 1/30
+    with pytest.warns(geosynth.errors.DataWarning,
+                      match=rf"has {zeros:,} zero counts and no negative one.*looks clipped at 0"
+                      ) as caught:
+        NoisyCounts(**{**table, "counts": np.maximum(noised, 0)})
+    assert caught[0].filename == __file__
+
+
 def test_noisy_counts_of_other_layouts_fit_like_their_values(scenario_counts):
     # A Fortran-ordered table failed in numba ("incompatible shape for array"); a float32 ε
     # made the scale float32 and compiled the kernels again; a masked table failed in NumPy's

@@ -113,7 +113,8 @@ def test_a_deep_copy_spends_the_same_budget(scenario_counts):
         # e^ε overflowed: α = 0, and an empty cell could never receive a record (ε = ∞)
         ({"epsilon": 800.0}, InputError, r"epsilon_cells / m=720 makes the prior .* underflow"),
         # refused now, not by the mechanism after the accountant was charged
-        ({"epsilon": 1e-14}, InputError, r"epsilon_totals=1e-15 makes the totals' noise scale"),
+        ({"epsilon": 1e-14}, InputError, r"epsilon=1e-14 \(times totals_share=0.1: 1e-15 for the "
+                                          r"totals\) makes the totals' noise scale"),
     ],
 )
 def test_constructor_errors(kwargs, error, match):
