@@ -433,8 +433,13 @@ class ReviewMap(folium.Map):
     does: atomically, an internal map with mode 0600 (a public one 0666 less the umask), never
     over an existing file without ``overwrite=True``. An internal map is written to an open
     file only if its owner alone may read it (as :func:`save_map`'s own file); a public one to
-    any stream, as folium does.
+    any stream, as folium does. Its page (``m.get_root()``) saves and shows through the map: a
+    branca ``Figure``'s own ``save`` wrote the internal map 0644 and in place.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _ReviewPage().add_child(self)  # in place of folium's Figure, as folium adds the map
 
     def save(self, outfile: Any, close_file: bool = True, overwrite: bool = False,
              **kwargs: Any) -> None:
@@ -476,22 +481,46 @@ class ReviewMap(folium.Map):
         A notebook stores the page of a displayed map in its output, in the .ipynb file that
         is saved (0644) and shared: an internal map put every original point there.
         """
-        if getattr(self, _PUBLIC_MARK, None) is not True:
-            warnings.warn(
-                "an internal review map shown in a notebook is stored in the notebook's output, "
-                "with every original point and the records per cell: clear that output before "
-                "saving or sharing the notebook, or show review_map(..., public=True) and "
-                "write the internal map with save_map",
-                PrivacyLeakWarning,
-                stacklevel=2,
-            )
+        _warn_if_shown_internal(self)
+        root = self.get_root()
+        if isinstance(root, _ReviewPage):  # its own display warns: shown once, warned once
+            return Figure._repr_html_(root, **kwargs)
         return super()._repr_html_(**kwargs)
+
+
+def _warn_if_shown_internal(m: ReviewMap) -> None:
+    """Warn the caller of a ``_repr_html_`` that an internal map goes into a notebook's output."""
+    if getattr(m, _PUBLIC_MARK, None) is not True:
+        warnings.warn(
+            "an internal review map shown in a notebook is stored in the notebook's output, "
+            "with every original point and the records per cell: clear that output before "
+            "saving or sharing the notebook, or show review_map(..., public=True) and "
+            "write the internal map with save_map",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
 
 
 #: ids of the files :func:`save_map` is writing: created 0600 there, they are written even where
 #: the file system reports no such mode (SMB, vfat and WSL's /mnt/c show 0777 for every file,
 #: and save_map refused its own file).
 _SAVING: set[int] = set()
+
+
+class _ReviewPage(Figure):
+    """The page of a :class:`ReviewMap`: its ``save`` and notebook display are the map's."""
+
+    def _map(self) -> ReviewMap:
+        return next(child for child in self._children.values() if isinstance(child, ReviewMap))
+
+    def save(self, outfile: Any, close_file: bool = True, **kwargs: Any) -> None:
+        """Write the page as :meth:`ReviewMap.save` does (atomically; internal: mode 0600)."""
+        self._map().save(outfile, close_file=close_file, **kwargs)
+
+    def _repr_html_(self, **kwargs: Any) -> str:
+        """Return the page for a notebook's output, warning as :meth:`ReviewMap._repr_html_`."""
+        _warn_if_shown_internal(self._map())
+        return super()._repr_html_(**kwargs)
 
 
 def _owner_only(stream: Any) -> bool:

@@ -1053,6 +1053,23 @@ def test_an_internal_map_shown_in_a_notebook_warns_that_its_output_holds_the_rec
         review_map(original, releases, public=True)._repr_html_()
 
 
+def test_the_page_of_an_internal_map_saves_and_shows_as_the_map_does(data, tmp_path):
+    # m.get_root(), a branca Figure, saved the internal map 0644 and in place, and showed it in
+    # a notebook without the warning.
+    original, releases, _, _ = data
+    m = review_map(original, releases)
+    m.get_root().save(tmp_path / "page.html")
+    assert stat.S_IMODE(os.stat(tmp_path / "page.html").st_mode) == 0o600
+    with pytest.raises(InputError, match="overwrite=True"):
+        m.get_root().save(tmp_path / "page.html")
+    with pytest.warns(PrivacyLeakWarning, match="stored in the notebook's output") as caught:
+        page = m.get_root()._repr_html_()
+    assert "iframe" in page and len(caught) == 1 and caught[0].filename == __file__
+    with pytest.warns(PrivacyLeakWarning) as caught:
+        assert "iframe" in m._repr_html_()  # the map shows its page, warned once
+    assert len(caught) == 1 and caught[0].filename == __file__
+
+
 def test_save_map_refuses_to_share_an_internal_map(data, tmp_path):
     # private=False wrote the internal map, with every original point, readable by all users.
     original, releases, _, _ = data
