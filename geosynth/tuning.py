@@ -1137,6 +1137,8 @@ def _records(gdf: Any) -> gpd.GeoDataFrame:
     """
     if not isinstance(gdf, gpd.GeoDataFrame):
         raise InputError(f"gdf must be a GeoDataFrame, got {type(gdf).__name__}")
+    if len(gdf) == 0:  # said by prepare after every lattice was built
+        raise InputError("gdf has no rows; tune needs the confidential points")
     return gdf.reset_index(drop=True)
 
 

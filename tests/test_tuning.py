@@ -568,6 +568,14 @@ def test_settings_are_refused_before_any_candidate_runs(scenario, region, monkey
             geosynth.tune(scenario.data, **kwargs)
 
 
+def test_no_records_are_refused_by_tune_before_any_lattice(scenario, monkeypatch):
+    # prepare said "gdf has no rows" after every candidate's lattice was built (1.7 s).
+    _no_candidate_may_run(monkeypatch)
+    monkeypatch.setattr(tuning_module, "_lattices", lambda *args: pytest.fail("built"))
+    with pytest.raises(InputError, match="gdf has no rows; tune needs the confidential points"):
+        geosynth.tune(scenario.data.iloc[:0], ATTRIBUTES, [(4, 4)], progress=False)
+
+
 def test_one_release_has_no_default_coverage(scenario):
     def outcome(m, asked=None):
         return tuning_module._setup(scenario.data, ATTRIBUTES, None, (None, None, None), m,
