@@ -314,7 +314,10 @@ class Grid:
           ``(x extent + 2 * pad) / ncols``, i.e. between half the nominal cell width and the
           nominal cell width; the bounds are the multiples of ``ux`` just outside the points'
           extremes (strictly) and the cells divide them evenly, so ``dx = (xmax - xmin) /
-          ncols`` is slightly larger than the nominal width. Likewise in y.
+          ncols`` is slightly larger than the nominal width. Likewise in y. Neither unit is
+          below :data:`MIN_SNAP_SHARE` of the other: records along one street, 3 cm apart in x
+          and 3 km in y, had their extreme x published to 2.5 mm in a 10 x 10 lattice (x is
+          then snapped to 25 m, a tenth of y's unit, and the cells widen to match).
 
         What snapped bounds still reveal: each extreme x (y) of the points to within one snapping
         unit :attr:`snap_unit` (about one cell); and if the coordinates themselves are rounded
@@ -399,10 +402,8 @@ class Grid:
             _lattice_shape((0.0, 0.0, 1.0, 1.0), shape, cell_size)  # raises the usual message
         if shape is not None:
             nrows, ncols = _check_shape(shape)
-            units = (
-                _nice_floor((upper[0] - lower[0]) / ncols),
-                _nice_floor((upper[1] - lower[1]) / nrows),
-            )
+            units = _shape_units(_nice_floor((upper[0] - lower[0]) / ncols),
+                                 _nice_floor((upper[1] - lower[1]) / nrows))
             (x0, x1), (y0, y1) = (
                 _snap_outward(lower[k], upper[k], units[k], None) for k in (0, 1)
             )
@@ -2169,6 +2170,16 @@ def _check_extent(xy: np.ndarray, pad: float) -> None:
         f"{what}: the lattice bounds cannot be derived from the points; {fix}, or use more "
         "records (in Python, pad > 0 also gives the lattice an extent)"
     )
+
+
+#: Smallest ratio of one axis's snapping unit to the other's in :meth:`Grid.from_points` with
+#: ``shape`` (a "nice" number: units stay 1, 2, 2.5 or 5 times a power of 10).
+MIN_SNAP_SHARE = 0.1
+
+
+def _shape_units(ux: float, uy: float) -> tuple[float, float]:
+    """Snapping units of both axes, neither below :data:`MIN_SNAP_SHARE` of the other."""
+    return max(ux, MIN_SNAP_SHARE * uy), max(uy, MIN_SNAP_SHARE * ux)
 
 
 def _nice_floor(value: float) -> float:

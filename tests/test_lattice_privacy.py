@@ -17,6 +17,7 @@ import pytest
 import shapely
 from shapely.geometry import Point, box
 
+import geosynth.lattice as lattice_module
 from geosynth import prepare
 from geosynth.cli.helpers import LatticeChoice, build_grid
 from geosynth.errors import CRSError, DataWarning, GridError, InputError, PrivacyLeakWarning
@@ -91,15 +92,20 @@ def test_shape_lattice_hides_the_extremes(seed):
     grid = Grid.from_points(points, shape=shape, pad=pad)
     assert_no_extreme_published(grid, points)
     # semantics: exactly nrows x ncols cells; bounds on multiples of a nice unit between half
-    # the nominal cell size and the nominal cell size; cells divide the bounds evenly
+    # the nominal cell size and the nominal cell size, or a tenth of the other axis's unit if
+    # that is larger; cells divide the bounds evenly
     assert grid.shape == shape
     xmin, ymin, xmax, ymax = extremes(points)
     ux, uy = grid.snap_unit
+    own = []
     for unit, width, n in ((ux, xmax - xmin + 2 * pad, shape[1]), (uy, ymax - ymin + 2 * pad,
                                                                      shape[0])):
         mantissa = unit / 10.0 ** math.floor(math.log10(unit))
         assert any(math.isclose(mantissa, m) for m in (1.0, 2.0, 2.5, 5.0))
-        assert width / n / 2 < unit <= width / n
+        nice = [m * 10.0**k for k in range(-3, 6) for m in (1.0, 2.0, 2.5, 5.0)]
+        own.append(max(u for u in nice if u <= width / n * (1 + 1e-12)))
+        assert width / n / 2 < own[-1] <= width / n
+    assert (ux, uy) == pytest.approx((max(own[0], own[1] / 10), max(own[1], own[0] / 10)))
     bx0, by0, bx1, by1 = grid.bounds
     assert all(is_multiple(v, u) for v, u in ((bx0, ux), (bx1, ux), (by0, uy), (by1, uy)))
     assert grid.cell_size == pytest.approx(((bx1 - bx0) / shape[1], (by1 - by0) / shape[0]))
@@ -258,7 +264,7 @@ def test_a_refused_unit_names_the_coordinates_order_of_magnitude_not_an_extreme(
 
 def test_an_extent_that_underflows_the_unit_is_refused_as_too_small():
     # width / ncols rounded to 0 and math.log10 raised "math domain error" (a ValueError)
-    points = gpd.GeoSeries.from_xy([0.0, 5e-324], [0.0, 1.0], crs=CRS)
+    points = gpd.GeoSeries.from_xy([0.0, 5e-324], [0.0, 5e-324], crs=CRS)
     with pytest.raises(GridError, match="too small to be told apart"):
         Grid.from_points(points, shape=(2, 2))
 
@@ -303,3 +309,22 @@ def test_prepare_warns_when_a_hexagonal_lattice_starts_at_the_records_extremes(o
         prepare(gdf, Grid.hexagonal((-10.0, -10.0, 910.0, 710.0), cell_size=100, crs=CRS,
                                     orientation=orientation), ["sex"])
     assert Grid.regular((0.0, 0.0, 10.0, 10.0), shape=(2, 2), crs=CRS).origin is None
+
+
+def test_a_narrow_axis_is_snapped_to_a_tenth_of_the_other_at_least():
+    # Records along one street, 3 cm apart in x and 3 km in y: with shape=(10, 10) the x unit
+    # was 2.5 mm, and the bounds gave the records' extreme x to that.
+    rng = np.random.default_rng(0)
+    x = 612345.678 + rng.uniform(0, 0.03, 40)
+    y = 7795000 + rng.uniform(0, 3000, 40)
+    points = gpd.GeoSeries.from_xy(x, y, crs="EPSG:32723")
+    grid = Grid.from_points(points, shape=(10, 10))
+    assert grid.snap_unit == (25.0, 250.0)
+    xmin, ymin, xmax, ymax = grid.bounds
+    assert xmin < x.min() and x.max() < xmax and xmax - xmin == 25.0
+    assert xmin % 25.0 == 0.0 and ymin % 250.0 == 0.0
+    # an ordinary aspect keeps its own units: 10 km by 5 km in 10 x 10 cells
+    wx, wy = rng.uniform(100, 10_100, 50), rng.uniform(100, 5_100, 50)
+    wide = gpd.GeoSeries.from_xy(wx, wy, crs="EPSG:32723")
+    own = [lattice_module._nice_floor(np.ptp(v) / 10) for v in (wx, wy)]  # each axis's own
+    assert Grid.from_points(wide, shape=(10, 10)).snap_unit == tuple(own)
