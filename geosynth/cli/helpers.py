@@ -1267,12 +1267,25 @@ def describe_lattice(grid: Grid) -> str:
         links = f", {linked} island(s) linked to the nearest area they reach" if linked else ""
         return f"{grid.n_cells} areas ({tail[:-1]}{links})"
     if grid.kind == "hexagonal":
-        return (f"{grid.n_cells} hexagons of side {grid.cell_size[0]:,.0f} m "
-                f"({grid.n_cells} habitable, six-neighbour contiguity, "
-                f"{grid.n_components} component(s){clipped})")
+        return (f"{grid.n_cells} hexagons of side {length_text(grid.cell_size[0], grid.crs)} "
+                f"(six-neighbour contiguity, {grid.n_components} component(s){clipped})")
     rows, cols = grid.shape
     dx, dy = grid.cell_size
-    return (f"{rows}x{cols} cells of {dx:,.0f} x {dy:,.0f} m ({grid.n_cells} habitable, {tail}")
+    return (f"{rows}x{cols} cells of {length_text(dx)} x {length_text(dy, grid.crs)} "
+            f"({grid.n_cells} habitable, {tail}")
+
+
+def length_text(value: float, crs: Any = None) -> str:
+    """``value`` as text, with the unit of ``crs`` when given (``"m"`` for metres).
+
+    Whole units from 10 up (``"2,500"``), three significant digits below: a snap unit of
+    2.5 mm printed as "0 m", which read as exact.
+    """
+    number = f"{value:,.0f}" if abs(value) >= 10 else f"{value:.3g}"
+    if crs is None:
+        return number
+    unit = crs.axis_info[0].unit_name if crs.axis_info else "unit"
+    return f"{number} {'m' if unit in ('metre', 'meter') else unit}"
 
 
 #: The fewest chains and draws per chain of which arviz computes R-hat (each chain split in two

@@ -26,6 +26,7 @@ from geosynth.cli.helpers import (
     describe_lattice,
     describe_rhat,
     fit_diagnostics,
+    length_text,
     naming_weights,
     release_provenance,
     show_progress,
@@ -723,7 +724,8 @@ def _echo_region_advice(grid) -> None:
     """Say what lattice bounds derived from the points reveal, and recommend --region."""
     unit = getattr(grid, "snap_unit", None)
     precision = ("to within about one cell" if unit is None else
-                 f"to within {unit[0]:,.0f} m in x and {unit[1]:,.0f} m in y")
+                 f"to within {length_text(unit[0], grid.crs)} in x and "
+                 f"{length_text(unit[1], grid.crs)} in y")
     click.echo(
         "Warning: no --region: the lattice bounds are derived from the confidential points "
         "(snapped outward), so the release reveals the extent of the points "

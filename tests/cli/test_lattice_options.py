@@ -390,3 +390,15 @@ def test_a_region_in_degrees_is_measured_in_the_points_units(inputs, tmp_path):
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", degrees, "--cell-size",
                  "400", *FAST, "--out", tmp_path / "r.gpkg")
     assert result.exit_code == 0, result.output
+
+
+def test_lengths_below_ten_units_are_printed_to_three_digits_with_the_crs_unit():
+    # A snap unit of 2.5 mm printed as "to within 0 m", which read as exact; feet as "m".
+    import pyproj
+
+    from geosynth.cli.helpers import length_text
+
+    metres, feet = pyproj.CRS("EPSG:32723"), pyproj.CRS("EPSG:2263")
+    assert length_text(0.0025, metres) == "0.0025 m"
+    assert length_text(2500.0, metres) == "2,500 m" and length_text(2.5) == "2.5"
+    assert length_text(250.0, feet) == "250 US survey foot"
