@@ -103,8 +103,8 @@ __all__ = ["release"]
 @click.option("--epsilon", type=FiniteFloat(min=0, min_open=True), default=None,
               help="Make an epsilon-differentially private release (noisy counts, noise-aware "
               "fit) that protects each record at epsilon (a person with k records: k·epsilon; "
-              "keep one record per person). Needs --region and --levels-file; no "
-              "--continuous.")
+              "keep one record per person). Needs --region (or public --areas) and "
+              "--levels-file; no --continuous.")
 @click.option("--levels-file", type=EXISTING_FILE, default=None,
               help="With --epsilon (required): JSON object {attribute: [levels...]} of the "
               "public domain of each attribute. Records with another level, or outside the "

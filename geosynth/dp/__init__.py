@@ -17,7 +17,8 @@ a ``seed`` is for tests only and triggers a :class:`~geosynth.errors.PrivacyLeak
 
 Small ε: every mechanism refuses a noise scale its output type cannot carry, and
 :func:`dp_release` refuses, before spending anything, an ε whose releases or noise-aware fit this
-table cannot afford, naming the smallest ε that works. A DP release's size is either a public
+table cannot afford, naming the smallest ε that works; an ε that only makes the counts mostly
+noise is warned of (:func:`dp_counts`), not refused. A DP release's size is either a public
 total (``n_public``) or a DP estimate capped as documented in :mod:`.locations`.
 """
 

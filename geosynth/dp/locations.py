@@ -472,12 +472,16 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
         return
     larger = (f"a larger epsilon (above {noisy.sensitivity / typical:.2g} for this table)"
               if typical > 0 else "a much larger epsilon")
+    # A bound of 0 read as "more than the 0 records a lattice cell surely holds": nonsense.
+    held = (f"more than the {typical:.3g} records a lattice cell surely holds on average (a "
+            f"97.7% lower bound from the noisy total {total} over {noisy.n_cells} cells)"
+            if typical > 0 else
+            f"and the noisy total {total} over {noisy.n_cells} cells cannot tell, at 97.7%, "
+            "that a lattice cell holds any record on average")
     warnings.warn(
         f"dp_counts: epsilon={noisy.epsilon:g} (sensitivity {noisy.sensitivity}) adds noise of "
-        f"scale {scale:.3g} to every count, more than the {typical:.3g} records a lattice cell "
-        f"surely holds on average (a 97.7% lower bound from the noisy total {total} over "
-        f"{noisy.n_cells} cells): the counts, and every release drawn from them, will be mostly "
-        f"noise. Use {larger}, a coarser lattice or fewer attributes",
+        f"scale {scale:.3g} to every count, {held}: the counts, and every release drawn from "
+        f"them, will be mostly noise. Use {larger}, a coarser lattice or fewer attributes",
         DataWarning, stacklevel=caller_stacklevel(),
     )
 

@@ -271,6 +271,18 @@ def test_small_epsilon_warns_that_the_release_is_mostly_noise(thesis_counts):
             dp_counts(thesis_counts, 0.05, levels=THESIS_LEVELS, seed=1)
 
 
+def test_a_total_that_cannot_bound_the_cells_is_said_so_not_as_zero_records(thesis_counts):
+    # The bound of the records per cell was 0 at ε = 1e-4: "more than the 0 records a lattice
+    # cell surely holds", which read as nonsense.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.warns(DataWarning, match=r"cannot tell, at 97.7%, that a lattice cell holds "
+                                             r"any record on average.*a much larger epsilon"
+                          ) as caught:
+            dp_counts(thesis_counts, 1e-4, levels=THESIS_LEVELS, seed=1)
+    assert "the 0 records" not in str(caught[0].message)
+
+
 def test_where_memory_binds_the_smallest_epsilon_says_the_records_count_too(small_counts,
                                                                            no_noise):
     # At the suggested ε the noise fits max_bytes, but the noisy total also counts the records,
