@@ -698,20 +698,26 @@ def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target
     """
     auto = isinstance(n_iter, str) and n_iter == "auto"
     check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
-    thin = resolve_thin(thin, auto=auto)
+    given_thin, thin = thin, resolve_thin(thin, auto=auto)
     if auto:
         _check_auto_run(burn_in, thin, chains, executor)
         thin, chains = int(thin), int(chains)  # np.uint8 chains wrapped in arithmetic
     else:
+        defaults = {"burn_in": burn_in is None, "thin": given_thin is None}
         burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
-        n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains)
+        n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains,
+                                                             defaults)
     _check_stop(stop, executor)
     return auto, n_iter, burn_in, thin, chains
 
 
-def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, int]:
-    """Check a fixed run's lengths; return them as Python ints (NumPy unsigned ones included)."""
-    if isinstance(n_iter, float | np.floating):  # 60.0: a type error with its fix, as seed=
+def _check_run_arguments(n_iter, burn_in, thin, chains,
+                         defaults: dict[str, bool]) -> tuple[int, int, int, int]:
+    """Check a fixed run's lengths; return them as Python ints (NumPy unsigned ones included).
+
+    ``defaults`` says whether ``burn_in`` and ``thin`` are the defaults (not given).
+    """
+    if isinstance(n_iter, bool | np.bool_ | float | np.floating):  # 60.0, True: type errors
         check_int(n_iter, "n_iter")
     if not is_integer(n_iter) or not 1 <= n_iter <= MAX_SWEEPS:
         raise InputError(f"n_iter must be an integer from 1 to {MAX_SWEEPS:,} (sweeps per "
@@ -724,9 +730,13 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, 
         # thin = 10**30 cannot be met by raising n_iter (at most MAX_SWEEPS): name the thin that
         # keeps a draw as well.
         smaller = f" (or pass thin = {n_iter - burn_in} or less)" if n_iter > burn_in else ""
+        # The defaults were shown as if given: fit(counts, n_iter=100) said "burn_in (2000)".
+        fix = (f"pass burn_in= (e.g. burn_in={n_iter // 4})" if defaults["burn_in"]
+               else "lower burn_in")
         raise InputError(
-            f"n_iter ({n_iter}) - burn_in ({burn_in}) leaves no draw at thin = {thin}; "
-            f"raise n_iter or lower burn_in{smaller}"
+            f"n_iter ({n_iter}) - burn_in ({burn_in}{', the default' * defaults['burn_in']}) "
+            f"leaves no draw at thin = {thin}{' (the default)' * defaults['thin']}; raise n_iter "
+            f"or {fix}{smaller}"
         )
     return n_iter, burn_in, thin, chains
 

@@ -75,7 +75,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -189,6 +189,10 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
     # An int beyond the float range is taken, and shown, as the ±inf it converts to: Python
     # refuses to print an int of more than 4,300 digits (a ValueError in place of the message).
     target = check_real(target_ess, "target_ess")
+    rhat = check_real(max_rhat, "max_rhat")
+    if not auto:  # first: a value out of range was refused, then ignored once in range
+        _refuse_stopping_rule(target, rhat, max_seconds)
+        return
     if not math.isfinite(target):
         target_ess = target
     if not math.isfinite(target) or target < 1 or target > MAX_TARGET_ESS:
@@ -197,7 +201,6 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
             f"sample size every parameter must reach, over all chains), got {target_ess!r}; "
             "400 is the usual choice"
         )
-    rhat = check_real(max_rhat, "max_rhat")
     if not math.isfinite(rhat):
         max_rhat = rhat
     if not math.isfinite(rhat) or rhat <= 1:
@@ -222,13 +225,17 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
     if max_seconds is not None:
         check_positive(max_seconds, "max_seconds",
                        hint="leave it out (None) to run until converged")
-    if max_seconds is not None and not auto:
+
+
+def _refuse_stopping_rule(target: float, rhat: float, max_seconds: Any) -> None:
+    """Refuse a stopping rule (other than the defaults) given with a fixed ``n_iter``."""
+    if max_seconds is not None:
         raise InputError(
             "max_seconds applies to n_iter='auto' (stop when converged or at max_seconds); "
             "with a fixed n_iter the fit runs all its sweeps: drop max_seconds or pass "
             "n_iter='auto'"
         )
-    if not auto and (target != DEFAULT_TARGET_ESS or rhat != DEFAULT_MAX_RHAT):
+    if target != DEFAULT_TARGET_ESS or rhat != DEFAULT_MAX_RHAT:
         # Ignored before, without a word: fit(n_iter=50, target_ess=5000) ran its 50 sweeps.
         raise InputError(
             "target_ess and max_rhat are the stopping rule of n_iter='auto'; with a fixed "

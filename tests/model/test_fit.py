@@ -669,6 +669,13 @@ def test_scalar_names_cannot_be_changed_after_the_fit(scenario_counts):
                            r"n_iter=60"),
         ({"burn_in": 20.0}, r"burn_in must be an int, got float 20\.0"),
         ({"chains": 2.0}, r"chains must be an int, got float 2\.0"),
+        # the defaults were shown as if given, with no word of how to change them
+        ({"n_iter": 100}, r"n_iter \(100\) - burn_in \(2000, the default\) leaves no draw at "
+                          r"thin = 6 \(the default\); raise n_iter or pass burn_in= \(e\.g\. "
+                          r"burn_in=25\)"),
+        # a stopping rule out of range was refused as such, then ignored once in range
+        ({"n_iter": 100, "burn_in": 0, "target_ess": 0}, "stopping rule of n_iter='auto'"),
+        ({"n_iter": 100, "burn_in": 0, "max_seconds": -1}, "max_seconds applies to n_iter"),
     ],
 )
 def test_run_arguments_validated(kwargs, match, scenario_counts):

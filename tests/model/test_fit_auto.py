@@ -472,7 +472,7 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"thin": 10**7}, r"thin=10000000 with n_iter='auto' is above 64"),
      ({"n_iter": "forever"}, r"n_iter must be an integer from 1 to 1,000,000,000 .* or 'auto'"),
      ({"n_iter": 0}, r"n_iter must be an integer from 1 to 1,000,000,000"),
-     ({"n_iter": True}, r"n_iter must be an integer from 1 to 1,000,000,000"),
+     ({"n_iter": True}, r"n_iter must be an int, got bool True"),  # as target_ess=True is
      ({"thin": 2.0}, r"thin must be an int, got float 2\.0; pass an int")],
 )
 def test_bad_stopping_rules_refused(counts, kwargs, match):
