@@ -370,8 +370,12 @@ def _profile(distances, phi, y, X, nugget_grid):
         log_det_XtVX = 2.0 * float(np.sum(np.log(np.diag(chol[0]))))
         log_post = -0.5 * log_det_V - 0.5 * log_det_XtVX - 0.5 * (n - p) * np.log(S2)
         cov = linalg.cho_solve(chol, np.eye(p))
+        try:
+            chol_cov = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:  # the inverse of a nearly singular XᵀV⁻¹X: on Zen 4
+            raise InputError(_RANK_DEFICIENT) from None  # (AVX-512) cho_factor passed
         out.append({"log_post": log_post, "beta_hat": beta_hat, "S2": S2,
-                    "chol_cov": np.linalg.cholesky(cov)})
+                    "chol_cov": chol_cov})
     return out
 
 
