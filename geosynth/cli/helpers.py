@@ -1006,6 +1006,9 @@ def build_grid(
     geosynth.lattice.Grid
     """
     region = _in_crs_of(region, points, "--region")  # its extent, in the points' units
+    # An --exclude without a CRS was taken to be in the points' CRS: a no-go area in degrees
+    # removed nothing, with a warning only, and the release was written.
+    exclude = _in_crs_of(exclude, points, "--exclude")
     grid = _lattice(points, lattice, region, exclude)
     if lattice.areas_path is None:  # one area is the user's region
         _refuse_cells_beyond_the_study_area(grid, lattice, points, region)

@@ -392,6 +392,26 @@ def test_a_region_in_degrees_is_measured_in_the_points_units(inputs, tmp_path):
     assert result.exit_code == 0, result.output
 
 
+def test_an_exclude_without_a_crs_is_refused_and_one_in_degrees_is_reprojected(inputs,
+                                                                              tmp_path):
+    # A no-go area in degrees saved without its CRS was taken to be in the points' CRS: it
+    # removed nothing (a warning only) and the release was written with every cell whole.
+    points = gpd.read_file(inputs["gpkg"])
+    x0, y0, x1, y1 = points.total_bounds
+    lake = shapely.box(x0, y0, (x0 + x1) / 2, (y0 + y1) / 2)  # a quarter of the records
+    degrees = gpd.GeoDataFrame(geometry=[lake], crs=points.crs).to_crs(4326)
+    no_crs = tmp_path / "lake_no_crs.gpkg"
+    degrees.set_crs(None, allow_override=True).to_file(no_crs, engine="pyogrio")
+    args = ["release", inputs["gpkg"], *GPKG_ARGS, "--grid", "4x4", *FAST]
+    result = run(*args, "--exclude", no_crs, "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "--exclude has no CRS while the points use EPSG:")
+    assert not (tmp_path / "r.gpkg").exists()
+    with_crs = tmp_path / "lake_4326.gpkg"
+    degrees.to_file(with_crs, engine="pyogrio")  # reprojected: its records are in the no-go area
+    assert_refused(run(*args, "--exclude", with_crs, "--out", tmp_path / "s.gpkg"),
+                   "excluded")
+
+
 def test_lengths_below_ten_units_are_printed_to_three_digits_with_the_crs_unit():
     # A snap unit of 2.5 mm printed as "to within 0 m", which read as exact; feet as "m".
     import pyproj
