@@ -146,6 +146,9 @@ def existing_file(path: Any, name: str = "path") -> Path:
     """
     source = gdal_path(as_path(path, name), name)
     if not source.exists():
+        if os.path.lexists(source):  # a link to nothing, or a loop, was "does not exist"
+            raise InputError(f"{name} {str(source)!r} is a symbolic link to a file that does "
+                             "not exist (or a loop of links); pass the file itself")
         raise InputError(f"{name} {str(source)!r} does not exist; check the file name")
     if source.is_dir():
         raise InputError(f"{name} {str(source)!r} is a directory; pass a file")

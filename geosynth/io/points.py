@@ -533,9 +533,16 @@ def _load_csv(source: Path, options: _CsvOptions, check_values: bool = True) -> 
     # "unknown" made a column of codes text), and geosynth.prepare reads the declared levels'
     # numbers and booleans from the text.
     typed = {} if check_values else {"dtype": str}
-    frame = _read_csv_text(source, options, check_values=check_values,
-                           decimal=options.decimal, low_memory=False, **typed,
-                           **_na_arguments(options))
+    # index_col=False: records with more fields than names made pandas build a row index of
+    # the extra fields first (a 4 MB line of 2 million fields took 7 minutes to be refused);
+    # it now drops them with a ParserWarning, which is the refusal.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pd.errors.ParserWarning)
+        frame = _read_csv_text(source, options, check_values=check_values,
+                               decimal=options.decimal, low_memory=False, index_col=False,
+                               **typed, **_na_arguments(options))
+    if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
+        raise _more_fields_than_names(source, frame, options)
     _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame, options)
     return frame
 
@@ -673,18 +680,32 @@ def _is_text_or_empty(values: pd.Series) -> bool:
         values, skipna=True) == "string"
 
 
+def _more_fields_than_names(source: Path, frame: pd.DataFrame,
+                            options: _CsvOptions) -> InputError:
+    """Return the refusal of records with more fields than the header line has names.
+
+    pandas silently takes the first column(s), often a record ID, as row labels, which would
+    then name rows in messages. Judged before any value is looked at (it is the file's layout).
+    """
+    return InputError(
+        f"the CSV file {printable(source.name)} has more fields in its records than names in "
+        "its header line (pandas would take the first column, e.g. record IDs, as row "
+        "labels); give every column a name in the header line (in Python, write the file "
+        f"with DataFrame.to_csv(index=False)){_separator_hint(frame.columns, options)}"
+    )
+
+
 def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame,
                       options: _CsvOptions) -> None:
-    """Refuse records with more fields than the header names, and repeated column names."""
+    """Refuse records with more fields than the header names, and unnamed or repeated names."""
     if not frame.index.equals(pd.RangeIndex(len(frame))):
-        # A header line with fewer names than the records have fields: pandas silently takes the
-        # first column(s), often a record ID, as row labels, which would then name rows in
-        # messages. Checked before any value is looked at (it is the file's layout).
+        raise _more_fields_than_names(source, frame, options)
+    unnamed = [k + 1 for k, name in enumerate(names) if not str(name).strip()]
+    if unnamed:  # pandas named it 'Unnamed: 0', which no option or levels file could match
         raise InputError(
-            f"the CSV file {printable(source.name)} has more fields in its records than names in "
-            "its header line (pandas would take the first column, e.g. record IDs, as row "
-            "labels); give every column a name in the header line (in Python, write the file "
-            f"with DataFrame.to_csv(index=False)){_separator_hint(frame.columns, options)}"
+            f"the CSV file {printable(source.name)} has no name for column(s) "
+            f"{', '.join(map(str, unnamed[:5]))} of its header line (counted from 1); give "
+            "every column a name"
         )
     repeated = sorted({name for name in names if names.count(name) > 1})
     # A first record read as the header repeats its text values too ('F', 'F'): the whole line

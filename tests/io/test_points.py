@@ -221,6 +221,12 @@ def test_read_points_csv_bad_columns(tmp_path):
 def test_read_points_bad_files(tmp_path, points):
     with pytest.raises(InputError, match="does not exist"):
         read_points(tmp_path / "absent.gpkg")
+    # a loop of links was "does not exist; check the file name"
+    (tmp_path / "a.gpkg").symlink_to(tmp_path / "b.gpkg")
+    (tmp_path / "b.gpkg").symlink_to(tmp_path / "a.gpkg")
+    with pytest.raises(InputError, match="is a symbolic link to a file that does not exist "
+                                         r"\(or a loop of links\)"):
+        read_points(tmp_path / "a.gpkg")
     text = tmp_path / "points.txt"
     text.write_text("x")
     with pytest.raises(InputError, match=r"unknown extension '.txt'.*\.csv.*\.gpkg"):
@@ -407,6 +413,28 @@ def test_a_csv_header_one_name_short_is_refused_not_read_with_ids_as_row_labels(
     path.write_text("east,north,y\n9001,1,2,0\n9002,3,4,1\n")  # integer IDs: a RangeIndex
     with pytest.raises(InputError, match="more fields in its records than names"):
         read_points(path, x="east", y="north", crs=CRS, check_values=check_values)
+
+
+def test_a_record_of_many_more_fields_than_names_is_refused_from_the_dropped_fields(
+        tmp_path, monkeypatch):
+    # pandas built a row index of the extra fields before the refusal: a 4 MB line of 2
+    # million fields took 7 minutes. Read with index_col=False, the extra fields are dropped
+    # with a ParserWarning, which is the refusal: no row index is built.
+    path = tmp_path / "points.csv"
+    path.write_text("x,y\n" + ",".join(["1"] * 50_000) + "\n")
+    read_csv = pd.read_csv
+    monkeypatch.setattr(pd, "read_csv", lambda *a, **k: read_csv(*a, **k) if k.get(
+        "nrows") == 1 or k.get("index_col") is False else pytest.fail(f"read with {k}"))
+    with pytest.raises(InputError, match="more fields in its records than names"):
+        read_points(path, x="x", y="y", crs=CRS)
+
+
+def test_a_csv_column_without_a_name_is_refused(tmp_path):
+    # It came back as 'Unnamed: 0', which no --attributes or levels file could name.
+    path = tmp_path / "points.csv"
+    path.write_text(",east,north\nA,1,2\nB,3,4\n")
+    with pytest.raises(InputError, match=r"has no name for column\(s\) 1 of its header line"):
+        read_points(path, x="east", y="north", crs=CRS)
 
 
 def test_infinite_or_overflowing_csv_coordinates_are_refused(tmp_path):
