@@ -76,7 +76,9 @@ FIGURES = ["trace", "intensity"] + [f"{m}_{kind}" for m in METHODS for kind in (
               help="Seed of the simulated data and of every random step; the same seed (with "
               "the same --n and --grid) gives the same releases, report and figures (the "
               "files' creation times and the map's element ids differ). The derived seeds go "
-              "to the private audit file.")
+              "to the private audit file. The demo's data are simulated from this seed and "
+              "are not confidential: its release alone finds the seed (2014 among 0 to "
+              "2,999), and with it the data.")
 @click.option("--n", "n_records", type=click.IntRange(min=MIN_RECORDS, max=MAX_RECORDS),
               default=500, show_default=True,
               help=f"Number of simulated confidential records, from {MIN_RECORDS} (fewer "
