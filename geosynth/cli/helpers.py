@@ -1279,7 +1279,7 @@ def describe_lattice(grid: Grid) -> str:
 
 
 def length_text(value: float, crs: Any = None) -> str:
-    """``value`` as text, with the unit of ``crs`` when given (``"m"`` for metres).
+    """Return ``value`` as text, with the unit of ``crs`` when given (``"m"`` for metres).
 
     Whole units from 10 up (``"2,500"``), three significant digits below: a snap unit of
     2.5 mm printed as "0 m", which read as exact.

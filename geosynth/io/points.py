@@ -541,8 +541,10 @@ def _load_csv(source: Path, options: _CsvOptions, check_values: bool = True) -> 
         frame = _read_csv_text(source, options, check_values=check_values,
                                decimal=options.decimal, low_memory=False, index_col=False,
                                **typed, **_na_arguments(options))
-    if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
-        raise _more_fields_than_names(source, frame, options)
+    for caught_warning in caught:
+        if "Length of header" in str(caught_warning.message):
+            raise _more_fields_than_names(source, frame, options)
+        warnings.warn(caught_warning.message, caught_warning.category, stacklevel=2)
     _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame, options)
     return frame
 
