@@ -1014,9 +1014,11 @@ def prepare_dask(
     mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, dtypes,
                                 meta=table_meta)
     covariates = covariate_names(continuous)
-    moments = ddf.map_partitions(_partition_moments, grid, covariates, lattice_origin(grid),
-                                 meta=pd.DataFrame({k: np.zeros(0) for k in range(9)}))
-    tables, extremes, moments = _compute_with_extremes(mapped, ddf, grid, moments)
+    # Without a continuous column no partition is located again for its moments.
+    moments = [ddf.map_partitions(_partition_moments, grid, covariates, lattice_origin(grid),
+                                  meta=pd.DataFrame({k: np.zeros(0) for k in range(9)}))
+               ] if covariates else []
+    tables, extremes, *moments = _compute_with_extremes(mapped, ddf, grid, *moments)
     table = count_table(tables, attrs)
     n_total = int(table[COUNT_COLUMN].sum())
     if n_total == 0:
@@ -1044,8 +1046,9 @@ def prepare_dask(
     for a in attrs:  # the partitions' dtypes: a categorical keeps its category order
         table[a] = table[a].astype(meta[a].dtype)
     _warn_if_bounds_touch(grid, extremes)
-    warn_of_coordinate_columns(covariates, moments.to_numpy().reshape(-1, len(covariates), 9)
-                               .sum(axis=0) if covariates else np.zeros((0, 9)))
+    if moments:
+        warn_of_coordinate_columns(covariates, moments[0].to_numpy()
+                                   .reshape(-1, len(covariates), 9).sum(axis=0))
 
     def records(levels: dict[str, list], combo_codes: np.ndarray) -> pd.DataFrame:
         """Second pass: the cell and combination of every kept record, in input order."""
