@@ -77,6 +77,7 @@ from geosynth.data import (
     warn_if_bounds_touch_records,
     warn_of_coordinate_columns,
     widen_halves,
+    z_sum_columns,
 )
 from geosynth.errors import CRSError, InputError
 from geosynth.evaluation import (
@@ -466,7 +467,7 @@ def _without_confidential_values(maker: ReleaseMaker) -> ReleaseMaker:
     blank = dataclasses.replace(
         counts, counts=np.zeros_like(counts.counts), record_cell=np.zeros_like(counts.record_cell),
         **{field: None if getattr(counts, field) is None else np.zeros_like(getattr(counts, field))
-           for field in ("zbar", "zbar_mask", "z_extremes")})
+           for field in ("zbar", "zbar_mask", "z_extremes", "z_fences")})
     return dataclasses.replace(maker, rows=gpd.GeoDataFrame(frame, geometry=name),
                                fit=dataclasses.replace(maker.fit, counts=blank))
 
@@ -778,7 +779,9 @@ def _partition_table(part, grid, attrs, continuous, dtypes) -> pd.DataFrame:
     """Map step: validate one partition's rows and count its points per (cell, attributes)."""
     _check_partition_crs(part, grid)
     _check_partition_columns(part, attrs, continuous, dtypes)
-    table = count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
+    located = locate_records(part, grid, attrs, continuous, check_bounds=False)
+    # The values are checked here; their cell means come from the second pass's records.
+    table = count_table(located[[*attrs, CELL_COLUMN, COUNT_COLUMN]], attrs)
     for a in attrs:  # the groups' keys of an object column of booleans came out as bool, which
         # the concatenation with another partition's integers turned into 1 and 0 unseen
         if part[a].dtype == object:
@@ -850,9 +853,14 @@ def _warn_if_bounds_touch(grid, corners: pd.DataFrame | None) -> None:
         warn_if_bounds_touch_records(grid, corners.dropna().to_numpy())
 
 
-def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataFrame:
-    """Cell and combination of each kept record of one partition, indexed by its label."""
-    located = locate_records(part, grid, attrs, check_bounds=False)
+def _partition_records(part, grid, attrs, continuous, levels, combo_keys, radix
+                       ) -> pd.DataFrame:
+    """Cell, combination and continuous values of each kept record of one partition.
+
+    Indexed by the records' labels; the values are in the columns of
+    :func:`geosynth.data.z_sum_columns` (none without a continuous column).
+    """
+    located = locate_records(part, grid, attrs, continuous, check_bounds=False)
     cell = located[CELL_COLUMN].to_numpy()
     keep = cell >= 0
     key = np.zeros(int(keep.sum()), dtype=np.int64)
@@ -860,8 +868,11 @@ def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataF
         codes = pd.Categorical(widen_halves(part[a]).to_numpy()[keep],
                                categories=levels[a]).codes
         key = key * r + codes.astype(np.int64)
-    return pd.DataFrame({"cell": cell[keep], "combo": np.searchsorted(combo_keys, key)},
-                        index=part.index[keep])
+    out = pd.DataFrame({"cell": cell[keep], "combo": np.searchsorted(combo_keys, key)},
+                       index=part.index[keep])
+    for column in z_sum_columns(len(covariate_names(continuous))) if continuous else []:
+        out[column] = located[column].to_numpy(dtype=np.float64)[keep]
+    return out
 
 
 _OUTSIDE_META = pd.DataFrame({"label": pd.Series([], dtype=object),
@@ -926,15 +937,18 @@ def prepare_dask(
     """:func:`geosynth.prepare` for a :class:`dask_geopandas.GeoDataFrame`, partition by partition.
 
     Columns, dtypes and CRS are checked on the frame's metadata. Then one pass over the
-    partitions validates the points and counts them per (cell, attribute values, plus the sum
-    of each continuous column): :func:`geosynth.data.locate_records` and
+    partitions validates the points (and continuous values) and counts them per (cell,
+    attribute values): :func:`geosynth.data.locate_records` and
     :func:`~geosynth.data.count_table` on each partition, and ``count_table`` again over the
     partitions' tables. :func:`~geosynth.data.counts_from_table` then makes the
     :class:`~geosynth.data.CellCounts` from that small table -- levels, combinations, the
     identifying-attribute check, ``counts`` and ``zbar`` -- as :func:`geosynth.prepare` does
     from its records. A second pass gathers the per-record cell and combination
     (``record_cell``, ``record_combo``, ``record_index``: about 16 bytes per record plus its
-    index label, which :func:`geosynth.synthesize` needs); geometries and attributes never
+    index label, which :func:`geosynth.synthesize` needs) and each continuous value (8 bytes
+    more per column: the values are clipped to their combination's fences before the cell
+    means, :func:`geosynth.data.value_fences`, and exact quartiles of each combination need
+    them all); geometries and attributes never
     leave the workers, but for each partition's smallest and largest located x and y,
     computed in the first pass for the check of ``grid``'s bounds against the records'
     extremes (the :class:`~geosynth.errors.PrivacyLeakWarning` of :func:`geosynth.prepare`).
@@ -1056,10 +1070,10 @@ def prepare_dask(
         combo_keys = np.zeros(len(combo_codes), dtype=np.int64)
         for k, r in enumerate(radix):
             combo_keys = combo_keys * r + combo_codes[:, k]
-        records_meta = pd.DataFrame(
-            {"cell": np.zeros(0, np.int64), "combo": np.zeros(0, np.int64)}, index=meta.index)
-        return ddf.map_partitions(_partition_records, grid, attrs, levels, combo_keys, radix,
-                                  meta=records_meta).compute()
+        records_meta = _partition_records(meta, grid, attrs, continuous, levels, combo_keys,
+                                          radix)
+        return ddf.map_partitions(_partition_records, grid, attrs, continuous, levels,
+                                  combo_keys, radix, meta=records_meta).compute()
 
     counts = counts_from_table(table, grid, attrs, continuous, max_bytes=max_bytes,
                                allow_identifying=allow_identifying, records=records)

@@ -19,9 +19,11 @@ from geosynth.data import (
     CellCounts,
     count_table,
     counts_from_table,
+    fenced_values,
     group_extremes,
     locate_records,
     prepare,
+    value_fences,
 )
 from geosynth.errors import (
     CRSError,
@@ -910,7 +912,8 @@ def test_counting_by_partition_through_the_public_steps_equals_prepare(grid):
 
     def records(levels, combo_codes):
         asked.append((levels, combo_codes))
-        return pd.DataFrame({"cell": want.record_cell, "combo": want.record_combo},
+        return pd.DataFrame({"cell": want.record_cell, "combo": want.record_combo,
+                             Z_SUM_COLUMN: df.loc[want.record_index, "z"].to_numpy()},
                             index=want.record_index)
 
     got = counts_from_table(table, grid, attributes, "z", records=records)
@@ -921,12 +924,80 @@ def test_counting_by_partition_through_the_public_steps_equals_prepare(grid):
     np.testing.assert_allclose(got.zbar, want.zbar, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(got.zbar_mask, want.zbar_mask)
     np.testing.assert_allclose(got.z_extremes, want.z_extremes, rtol=1e-12)  # NaN where equal
+    np.testing.assert_array_equal(got.z_fences, want.z_fences)
+    # The cell means are taken from the records' clipped values, which records must give.
+    with pytest.raises(InputError, match=f"records returned no column '{Z_SUM_COLUMN}'"):
+        counts_from_table(table, grid, attributes, "z",
+                          records=lambda levels, codes: records(levels, codes).iloc[:, :2])
     # A grouped table cannot say where its records are.
     with pytest.raises(InputError, match="pass records="):
         counts_from_table(table, grid, attributes, "z")
     with pytest.raises(InputError, match="records returned 3 records, but the table counts 195"):
         counts_from_table(table, grid, attributes, "z",
                           records=lambda levels, codes: records(levels, codes).iloc[:3])
+
+
+# --------------------------------------------------------------------------- value fences
+
+
+def test_values_are_clipped_to_their_combinations_far_out_fences(grid):
+    # sex "m" has 300 records, one of them planted 1,000 (the others near 10, SD 2); "f" has 8,
+    # too few for fences. The cell means are those of the values clipped to Tukey's far-out
+    # fences of each fenced combination's values, derived here with numpy's quantiles.
+    df = make_gdf(n=308, seed=4)
+    df["sex"] = ["m"] * 300 + ["f"] * 8
+    df["w"] = df["z"] * 3.0 - 1.0
+    df.loc[df.index[7], "z"] = 1_000.0
+    df.loc[df.index[303], "z"] = -500.0  # in "f": not clipped
+    counts = prepare(df, grid, ["sex"], continuous=["z", "w"])
+    assert counts.combos["sex"].tolist() == ["f", "m"]
+    z = df["z"].to_numpy()
+    q1, q3 = np.quantile(z[:300], [0.25, 0.75])
+    fence = (q1 - 3.0 * (q3 - q1), q3 + 3.0 * (q3 - q1))
+    assert 15 < fence[1] < 30  # 4.7 SDs out
+    np.testing.assert_allclose(counts.fences("z"), [[-np.inf, fence[0]], [np.inf, fence[1]]],
+                               rtol=1e-12)
+    clipped = np.where(np.arange(308) < 300, np.clip(z, *fence), z)
+    cells = grid.locate(df)
+    combo = (df["sex"] == "m").to_numpy().astype(int)
+    for name, values in (("z", clipped), ("w", df["w"].to_numpy())):
+        zbar, mean, sd = counts.covariate(name)
+        raw = zbar * sd + mean
+        for i, b in {(cells[7], 1), (cells[303], 0), (cells[0], 1)}:
+            here = (cells == i) & (combo == b)
+            np.testing.assert_allclose(raw[i, b], values[here].mean(), rtol=1e-12)
+    high1, high2 = np.sort(clipped[(cells == cells[7]) & (combo == 1)])[::-1][:2]
+    assert counts.extremes("z")[0, cells[7], 1] == pytest.approx(high1 + high2, rel=1e-12)
+    assert high1 == pytest.approx(fence[1], rel=1e-12)
+
+
+def test_value_fences_reach_the_population_fences_and_stand_a_deviation_in_for_a_zero_iqr():
+    # Exponential(1): Q1 = ln(4/3), Q3 = ln 4, so the fences are ln(4/3) - 3 ln 3 and
+    # ln 4 + 3 ln 3; 200,000 values estimate both to about 0.02.
+    rng = np.random.default_rng(12)
+    values = rng.exponential(1.0, 200_000)
+    fences = value_fences(values, np.zeros(values.size, dtype=np.int64), 1)
+    np.testing.assert_allclose(fences[:, 0], [np.log(4 / 3) - 3 * np.log(3),
+                                              np.log(4) + 3 * np.log(3)], atol=0.05)
+    # Most values equal (quartiles coincide): the mean absolute deviation from the median 0,
+    # (1 + 1 + 40) / 12 = 3.5, stands in for the IQR, and 40 is clipped to 10.5.
+    tied = np.array([0.0] * 9 + [1.0, -1.0, 40.0])
+    got = value_fences(tied, np.zeros(12, dtype=np.int64), 1)
+    assert np.quantile(tied, 0.25) == np.quantile(tied, 0.75) == np.median(tied) == 0
+    np.testing.assert_allclose(got[:, 0], [-10.5, 10.5])
+    # Eight records, one too few: no fences; a combination of one value: none either.
+    few = value_fences(np.arange(9.0), np.array([0] * 8 + [1]), 2)
+    assert np.isinf(few).all() and (few[0] < 0).all() and (few[1] > 0).all()
+    # Fences per combination, whatever the order of the records.
+    mixed = rng.normal(0.0, 1.0, 40)
+    combo = rng.integers(0, 2, 40)
+    got = value_fences(mixed, combo, 2)
+    for b in range(2):
+        q1, q3 = np.quantile(mixed[combo == b], [0.25, 0.75])
+        np.testing.assert_allclose(got[:, b], [q1 - 3 * (q3 - q1), q3 + 3 * (q3 - q1)])
+    np.testing.assert_array_equal(fenced_values(mixed, combo, got), mixed)
+    pulled = fenced_values(np.array([100.0, -100.0]), np.array([0, 1]), got)
+    np.testing.assert_array_equal(pulled, [got[1, 0], got[0, 1]])
 
 
 def test_points_that_miss_the_region_say_so_and_suspect_the_crs():

@@ -80,7 +80,7 @@ def assert_counts_equal(got, want):
     pd.testing.assert_index_equal(got.record_index, want.record_index)
     assert got.attributes == want.attributes and got.levels == want.levels
     assert got.continuous == want.continuous
-    for name in ("zbar", "zbar_mean", "zbar_sd", "z_extremes"):
+    for name in ("zbar", "zbar_mean", "zbar_sd", "z_extremes", "z_fences"):
         if getattr(want, name) is None:
             assert getattr(got, name) is None
         else:
@@ -306,9 +306,16 @@ def test_synthesize_dask_rejects_foreign_data(client, points, fitted):
 
 @pytest.mark.parametrize("npartitions", [1, 4])
 def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
+    # A planted value is clipped to its combination's fences in both, from the records'
+    # values (a partition holds some of a combination's records only).
+    points = points.copy()
+    points.loc[points.index[5], "z"] = 1e6
     ddf = to_dask(points, npartitions)
     for attributes, continuous in ((["a", "c", "k"], "z"), ("k", None)):
         want = prepare(points, grid, attributes=attributes, continuous=continuous)
+        if continuous:
+            assert np.isfinite(want.z_fences).any()
+            assert np.nanmax(want.z_extremes) < 1e3
         got = gd.prepare_dask(ddf, grid, attributes=attributes, continuous=continuous)
         assert_counts_equal(got, want)
         same = prepare(ddf.compute(), grid, attributes=attributes, continuous=continuous)
@@ -378,8 +385,10 @@ def test_prepare_dask_judges_record_numbers_on_the_whole_column_only(client, poi
 
 
 def test_prepare_dask_gathers_no_measurement_to_the_client(client, points, grid, monkeypatch):
-    # Measured values are distinct: the record-number check gathered every value of the column
-    # to the client, the data this path is for being too large for it.
+    # Measured values are distinct: the record-number check gathered every distinct value of
+    # the column to the client, the data this path is for being too large for it. (The second
+    # pass gathers each record's value as a float, 8 bytes, beside its cell and combination,
+    # for its combination's fences: no set of distinct values.)
     gathered = []
     monkeypatch.setattr(gd, "check_not_row_numbers",
                         lambda values, column: gathered.append(column))

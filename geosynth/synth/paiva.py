@@ -44,7 +44,7 @@ from geosynth._validation import (
     range_end_text,
     range_text,
 )
-from geosynth.data import CellCounts, check_crs
+from geosynth.data import CellCounts, check_crs, fenced_values
 from geosynth.errors import (
     DataWarning,
     InputError,
@@ -294,12 +294,15 @@ def synthesize(
     the records' own correlation, which one extreme record moves: the releases publish
     nothing of a continuous column but the cell means they centre on and their spread.
 
-    A cell mean of :data:`MIN_RECORDS_FOR_VALUES` or more records that one extreme value pulls
-    far from the other cell means is withheld as well, and its cell takes the fallback above
-    (:func:`outlying_means`; a value of 98,765 among a cell's 12 values below 90 came back as a
-    cell average of 8,289, standard error 250, over 5 releases). What remains published is the
-    mean of every other such cell, with noise: an attacker who knows all but one of its records
-    bounds the last one. Top-code or transform a skewed column before :func:`geosynth.prepare`.
+    Every cell mean is one of values clipped to the far-out fences of their combination's
+    values (:func:`geosynth.data.value_fences`, by :func:`geosynth.prepare`): a value far out
+    gives back only the fence. A cell mean of :data:`MIN_RECORDS_FOR_VALUES` or more records
+    that one extreme value still pulls far from the other cell means is withheld as well, and
+    its cell takes the fallback above (:func:`outlying_means`; without the fences, a value of
+    98,765 among a cell's 12 values below 90 came back as a cell average of 8,289, standard
+    error 250, over 5 releases). What remains published is the mean of every other such cell,
+    with noise: an attacker who knows all but one of its records bounds the last one within
+    the fences. Top-code or transform a skewed column before :func:`geosynth.prepare`.
 
     *Limits* (a departure from the thesis, whose eq. 2.27 draws from the whole normal). A
     variable with a range (an age, a count, an income, a percentage) gets values outside it
@@ -1225,6 +1228,8 @@ def _check_same_records(rows: gpd.GeoDataFrame, counts: CellCounts) -> None:
 def _changed_covariate_records(values: pd.Series, counts: CellCounts, name: str) -> np.ndarray:
     """Flag the records whose (cell, combination) mean of ``name`` differs from the fit's.
 
+    Their values are clipped to the counts' fences first, as :func:`geosynth.prepare` did.
+
     The synthetic values follow the prepared cell means, while ``limits`` and the release
     read ``gdf``: a column rescaled or top-coded after prepare() was published around the old
     values without a word. Equal up to rounding (1e-8 of the means' scale: a partitioned
@@ -1233,6 +1238,9 @@ def _changed_covariate_records(values: pd.Series, counts: CellCounts, name: str)
     pair = np.asarray(counts.record_cell) * counts.n_combos + np.asarray(counts.record_combo)
     size = counts.n_cells * counts.n_combos
     z = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)  # text: NaN, differs
+    fences = counts.fences(name)
+    if fences is not None:  # as prepare clipped them
+        z = fenced_values(z, np.asarray(counts.record_combo), fences)
     n = np.bincount(pair, minlength=size)
     means = np.bincount(pair, weights=z, minlength=size)[pair] / n[pair]
     zbar, zbar_mean, zbar_sd = counts.covariate(name)

@@ -13,6 +13,7 @@ import shapely
 from scipy import stats
 from shapely.geometry import Point, box
 
+import geosynth.data as geosynth_data
 from geosynth import Grid, PaivaModel, prepare
 from geosynth.errors import (
     CRSError,
@@ -615,6 +616,16 @@ def test_a_combination_spread_one_record_to_a_cell_does_not_publish_its_mean():
     assert values.max() < 1_000  # the planted value's mean (32,950) was each release's centre
 
 
+@pytest.fixture
+def values_unfenced(monkeypatch):
+    """Prepare without clipping values to their combination's fences (geosynth.data.value_fences).
+
+    The fences bound what one record moves its cell mean; the rules on cell means
+    (outlying_means) are a second line, tested alone by the attacks they were built against.
+    """
+    monkeypatch.setattr(geosynth_data, "FENCED_MIN_RECORDS", sys.maxsize)
+
+
 def planted_line(values_per_cell, n_cells=25, seed=0):
     """1 x ``n_cells`` lattice, one combination; ``values_per_cell`` values in U(20, 89) per
     cell (``values_per_cell`` may map cells to lists of extra values)."""
@@ -633,6 +644,34 @@ def line_frame(grid, rows):
         return gdf, prepare(gdf, grid, attributes=["a"], continuous="z")
 
 
+def test_a_planted_extreme_gives_back_no_more_than_its_combinations_fence():
+    # The README's attack on values clipped to their combination's far-out fences: 12 values
+    # in U(20, 89) per cell and a planted 98,765 in cell 12. Its mean is now that of the
+    # values with 98,765 clipped to the fence (Q3 + 3 IQR of the 301 values, derived here),
+    # so it is kept, and an attacker who knows cell 12's other 12 values solves the releases'
+    # average for the fence, not for the planted value.
+    grid, rows = planted_line(12)
+    gdf, counts = line_frame(grid, rows + [(12, 98_765.0)])
+    values = gdf["z"].to_numpy()
+    q1, q3 = np.quantile(values, [0.25, 0.75])
+    fence = q3 + 3.0 * (q3 - q1)
+    assert fence < 300
+    raw = counts.zbar[:, 0] * counts.zbar_sd[0] + counts.zbar_mean[0]
+    others = values[:-1][np.array([cell for cell, _ in rows]) == 12]
+    assert others.size == 12
+    assert 13 * raw[12] - others.sum() == pytest.approx(fence, rel=1e-9)
+    assert kept_pairs(counts)[12, 0] and not outlying_means(counts).any()
+    fit = stub_fit(counts, np.ones((1, 5, grid.n_cells, 1)))
+    releases = synthesize(fit, gdf, m=5, seed=8)
+    in_cell = np.concatenate([r.loc[grid.locate(r.geometry) == 12, "z"].to_numpy()
+                              for r in releases])
+    noise = synthesis_sd(counts)[0]
+    assert in_cell.size > 20
+    assert abs(in_cell.mean() - raw[12]) < 4 * noise / np.sqrt(in_cell.size)
+    assert 13 * in_cell.mean() - others.sum() < 2 * fence  # not 98,765
+
+
+@pytest.mark.usefixtures("values_unfenced")
 def test_a_planted_extreme_does_not_show_as_its_cell_mean():
     # The attack of the README: 12 values below 90 and a planted 98,765 in cell 12. The
     # synthetic values drawn into cell 12 centred on its mean (7,649 here): averaged over the
@@ -680,6 +719,7 @@ def test_a_far_mean_that_many_records_share_is_kept():
     assert outlying_means(dataclasses.replace(counts, z_extremes=None))[12, 0]
 
 
+@pytest.mark.usefixtures("values_unfenced")
 @pytest.mark.parametrize("planted", [[98_765.0], [98_765.0, 97_000.0], [-2_000.0]])
 def test_one_or_two_extremes_among_a_shared_far_mean_are_withheld(planted):
     # Kept for what its records share, the mean would publish a planted value with it: 213 x
@@ -693,6 +733,7 @@ def test_one_or_two_extremes_among_a_shared_far_mean_are_withheld(planted):
     assert np.flatnonzero(outlying_means(counts)[:, 0]).tolist() == [12]
 
 
+@pytest.mark.usefixtures("values_unfenced")
 def test_an_extreme_is_judged_among_its_own_combinations_means_too():
     # Income near 3,000 in group "lo" and 30,000 in "hi": the fences of all the means spanned
     # the gap, and a planted 300,000 among 14 "lo" records (cell mean 24,290) passed them, so
@@ -826,6 +867,7 @@ def test_two_cells_that_each_hold_an_extreme_do_not_vouch_for_each_other():
     assert (pulls - levels > DOMINANCE_RATIO ** 2 * spread).all()
 
 
+@pytest.mark.usefixtures("values_unfenced")
 def test_an_extreme_where_levels_rise_across_space_is_withheld():
     """Incomes rising twentyfold along a line of 30 cells of ten: the levels' spread over the
     whole line hid a value three times the data's largest in the lowest cell, which came back
@@ -847,6 +889,7 @@ def test_an_extreme_where_levels_rise_across_space_is_withheld():
     assert kept_pairs(counts)[1:, t].all()  # the rest of the line keeps its means
 
 
+@pytest.mark.usefixtures("values_unfenced")
 def test_a_combination_left_with_too_few_means_is_pooled():
     """One of a rare combination's three cells is withheld (9,870,000 among its incomes): the
     other two would be judged against each other alone (with one of two withheld, the other's
@@ -895,6 +938,7 @@ def pulled_by_brute_force(rows, n_cells):
     return out
 
 
+@pytest.mark.usefixtures("values_unfenced")
 def test_outlying_means_are_those_beyond_the_fences_of_the_other_means():
     # Derived by brute force: each kept mean against np.quantile's quartiles of the others (or
     # their mean absolute deviation from their median where the quartiles coincide), or
@@ -938,6 +982,7 @@ def test_no_mean_is_withheld_from_a_bulk_without_extremes_or_too_few_means():
     assert not outlying_means(counts).any()
 
 
+@pytest.mark.usefixtures("values_unfenced")
 @pytest.mark.parametrize("planted", [98_765.0, -5_000.0, 2_000.0])
 def test_too_few_means_for_fences_withhold_a_mean_its_extreme_dominates(planted):
     """20 cells of a combination: no fences of its own, and, alone, none at all; a planted
@@ -958,6 +1003,7 @@ def test_too_few_means_for_fences_withhold_a_mean_its_extreme_dominates(planted)
     assert (excess.drop(3) < DOMINANCE_RATIO * excess.drop(3).median()).all()
 
 
+@pytest.mark.usefixtures("values_unfenced")
 def test_a_small_combination_is_judged_by_dominance_beside_a_large_one():
     """Income near 3,000 in 10 cells ('lo') and 30,000 in 64 ('hi'): the fences of all 74
     means spanned the gap, 'lo' had too few means for its own, and a planted 300,000 among a
