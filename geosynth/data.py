@@ -2798,7 +2798,9 @@ def counts_from_table(
         for name, column in zip(covariates, z_sum_columns(len(covariates)), strict=True):
             values = located[column].to_numpy(dtype=np.float64)
             fences.append(value_fences(values, record_combo, n_combos))
-            values = fenced_values(values, record_combo, fences[-1])
+            clipped = fenced_values(values, record_combo, fences[-1])
+            _warn_of_clipped_values(name, values != clipped, record_combo)
+            values = clipped
             sums = np.bincount(record_pair, weights=values,
                                minlength=n_cells * n_combos).reshape(n_cells, n_combos)
             _check_covariate_varies(name, sums, counts)
@@ -2907,6 +2909,25 @@ def value_fences(values: np.ndarray, combo: np.ndarray, n_combos: int) -> np.nda
     fences[0, fenced] = q1 - VALUE_FENCE * spread
     fences[1, fenced] = q3 + VALUE_FENCE * spread
     return fences
+
+
+def _warn_of_clipped_values(name: str, clipped: np.ndarray, combo: np.ndarray) -> None:
+    """DataWarning of how many values of ``name`` were clipped to their fences, and where.
+
+    For the curator: it names no value and no fence.
+    """
+    if not clipped.any():
+        return
+    warnings.warn(
+        f"{int(clipped.sum())} of {clipped.size} values of continuous column {name!r} (in "
+        f"{np.unique(combo[clipped]).size} attribute combination(s)) lie beyond the far-out "
+        "fences of their combination's values (Q1 - 3 IQR, Q3 + 3 IQR) and were clipped to "
+        "them before the cell means, so that the releases do not give a far value back; to "
+        "choose the bound yourself, top-code the column (or transform a skewed one) before "
+        "prepare",
+        DataWarning,
+        stacklevel=4,
+    )
 
 
 def fenced_values(values: np.ndarray, combo: np.ndarray, fences: np.ndarray) -> np.ndarray:
