@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy import stats
 from shapely.geometry import LineString, Point, Polygon, box
 
 from geosynth import data as data_module
@@ -940,6 +941,25 @@ def test_counting_by_partition_through_the_public_steps_equals_prepare(grid):
 # --------------------------------------------------------------------------- value fences
 
 
+def test_a_value_never_moves_its_own_fence():
+    # The attack on a fence that a value moves: seven 0s, a 10 and x had a fence linear in x
+    # (a mean absolute deviation of all the values), and x came back from it exactly. The
+    # fences are order statistics that leave each end's two most extreme values out, so
+    # pushing the two largest (or smallest) values further out moves no fence, whatever the
+    # ties: 300 random combinations of 9-60 values, many of them tied.
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(9, 61))
+        values = np.round(rng.exponential(2.0, n)) * rng.choice([0.0, 1.0], n, p=[0.6, 0.4])
+        combo = np.zeros(n, dtype=np.int64)
+        fences = value_fences(values, combo, 1)
+        order = np.argsort(values, kind="stable")
+        for ends, push in ((order[-2:], 1e6), (order[:2], -1e6)):
+            pushed = values.copy()
+            pushed[ends] += push * np.array([1.0, 2.0])
+            np.testing.assert_array_equal(value_fences(pushed, combo, 1), fences)
+
+
 def test_values_are_clipped_to_their_combinations_far_out_fences(grid):
     # sex "m" has 300 records, one of them planted 1,000 (the others near 10, SD 2); "f" has 8,
     # too few for fences. The cell means are those of the values clipped to Tukey's far-out
@@ -983,12 +1003,20 @@ def test_value_fences_reach_the_population_fences_and_stand_a_deviation_in_for_a
     fences = value_fences(values, np.zeros(values.size, dtype=np.int64), 1)
     np.testing.assert_allclose(fences[:, 0], [np.log(4 / 3) - 3 * np.log(3),
                                               np.log(4) + 3 * np.log(3)], atol=0.05)
-    # Most values equal (quartiles coincide): the mean absolute deviation from the median 0,
-    # (1 + 1 + 40) / 12 = 3.5, stands in for the IQR, and 40 is clipped to 10.5.
-    tied = np.array([0.0] * 9 + [1.0, -1.0, 40.0])
-    got = value_fences(tied, np.zeros(12, dtype=np.int64), 1)
-    assert np.quantile(tied, 0.25) == np.quantile(tied, 0.75) == np.median(tied) == 0
-    np.testing.assert_allclose(got[:, 0], [-10.5, 10.5])
+    # Most values 0 (the quartiles coincide): the 10 % and 90 % quantiles stand in, with the
+    # width that puts a normal's fences where Tukey's are (4.72 SDs).
+    tied = np.concatenate([np.zeros(35), rng.normal(50.0, 5.0, 10)])
+    got = value_fences(tied, np.zeros(45, dtype=np.int64), 1)
+    q10, q25, q75, q90 = np.quantile(tied, [0.1, 0.25, 0.75, 0.9])
+    assert q25 == q75 == q10 == 0 < q90
+    reach = stats.norm.ppf(0.75) * 7.0
+    k = (reach - stats.norm.ppf(0.9)) / (2 * stats.norm.ppf(0.9))
+    assert k == pytest.approx(1.342, abs=1e-3)
+    np.testing.assert_allclose(got[:, 0], [-k * q90, q90 + k * q90], rtol=1e-12)
+    # Too few values for a wider pair that leaves the two largest out: every value is
+    # clipped to the common one.
+    got = value_fences(np.array([0.0] * 7 + [10.0, 1e6]), np.zeros(9, dtype=np.int64), 1)
+    np.testing.assert_array_equal(got[:, 0], [0.0, 0.0])
     # Eight records, one too few: no fences; a combination of one value: none either.
     few = value_fences(np.arange(9.0), np.array([0] * 8 + [1]), 2)
     assert np.isinf(few).all() and (few[0] < 0).all() and (few[1] > 0).all()
