@@ -119,7 +119,7 @@ from geosynth._identifiers import (
     is_identifier_name,
     names_a_record,
 )
-from geosynth._messages import caller_stacklevel
+from geosynth._messages import SHOW_ROWS, caller_stacklevel
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import (
     holds_coordinates,
@@ -207,6 +207,10 @@ __all__ = [
     "RARE_LEVEL_RECORDS",
     "MAX_CONTINUOUS",
     "continuous_values",
+    "non_numeric_message",
+    "merge_evidence",
+    "non_numeric_evidence",
+    "is_real_dtype",
     "check_not_row_numbers",
     "on_a_grid",
     "IDENTIFYING_MIN_RECORDS",
@@ -243,9 +247,9 @@ VALUE_FENCE = 3.0
 #: The fewest records of a combination whose values are clipped to its fences: fewer never
 #: centre synthetic values on their own cell means (3 cells of 3 records are needed).
 FENCED_MIN_RECORDS = 9
-#: The quantile pairs ``(p, 1 − p)`` whose spread sets a combination's fences, tried in turn
-#: where the narrower ones coincide (:func:`value_fences`); only those with ``p·(n − 1) >= 2``.
-FENCE_QUANTILES = (0.25, 0.1, 0.05, 0.025, 0.01)
+#: Besides the quartiles, the values at these shares from each end whose fences widen a
+#: combination's (the first), or stand in where the narrower ones coincide (:func:`value_fences`).
+FENCE_QUANTILES = (0.1, 0.05, 0.025, 0.01)
 
 #: Columns of a count table (:func:`locate_records`, :func:`count_table`) besides the
 #: attributes: the cell id (-1: in no cell), the number of records and the sum of the
@@ -1260,62 +1264,84 @@ def _check_not_bool_and_number(series: pd.Series) -> None:
 
 def _check_numeric(series: pd.Series) -> None:
     """Refuse a continuous column whose dtype is not a real number."""
-    dtype = series.dtype
-    if (
-        not pd.api.types.is_numeric_dtype(dtype)
-        or pd.api.types.is_bool_dtype(dtype)
-        or pd.api.types.is_complex_dtype(dtype)
-    ):
-        comma = ""
-        reading = _comma_number_text(series)
-        if reading == "decimal":
-            comma = ("; its values read as numbers with a decimal comma ('12,5'): read the file "
-                     "with decimal=',' (CLI: --decimal ,), or ")
-        elif reading == "either":
-            comma = ("; its values read as numbers with a comma before three digits, a "
-                     "thousands separator ('12,500': read the file with thousands=',') or a "
-                     "decimal comma ('12,500' for 12.5: decimal=',', CLI: --decimal ,); or ")
-        raise InputError(
-            f"continuous column {series.name!r} has non-numeric dtype {dtype}"
-            f"{comma or _text_among_numbers(series) or '; '}"
-            f"convert it to numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or move "
-            "it to attributes= if it is categorical"
-        )
+    if not is_real_dtype(series.dtype):
+        raise InputError(non_numeric_message(series.name, series.dtype,
+                                             non_numeric_evidence(series)))
 
 
-def _text_among_numbers(series: pd.Series) -> str:
-    """Name the rows that keep a mostly numeric text column from reading as numbers.
+def is_real_dtype(dtype: Any) -> bool:
+    """Whether ``dtype`` holds real numbers: numeric, not boolean, not complex."""
+    return (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+            and not pd.api.types.is_complex_dtype(dtype))
 
-    A CSV column of ages with one "unknown" (or "n/a" not in ``na_values``) is read as text,
-    and the message named no row to fix. Empty when fewer than half the present values read as
-    numbers: a column of words. Rows only, never the values (as every message here).
+
+def non_numeric_evidence(series: pd.Series) -> pd.DataFrame:
+    """Return what a non-numeric continuous column's message needs of it: one row of counts.
+
+    ``present`` values, how many read as ``numbers``, the first five labels of
+    those that do not (``text_rows``, a list) and their number ``text``, and of its strings
+    (``strings``) how many read as numbers with a decimal comma (``comma``) and whether all
+    have a comma before every three digits (``thousands``). The rows of several partitions add
+    up (:func:`merge_evidence`), so a partitioned frame's message names rows as
+    :func:`prepare`'s does; no value is kept.
     """
     present = series.notna().to_numpy()
     numbers = pd.to_numeric(series.where(present), errors="coerce").notna().to_numpy()
     text = present & ~numbers
-    if not text.any() or numbers.sum() * 2 < present.sum():
-        return ""
-    return (f"; {int(text.sum())} of its values do not read as numbers "
-            f"({_rows(series.index, text)}): fix or drop those rows, then ")
+    strings = series.dropna()
+    if series.dtype == object or isinstance(series.dtype, pd.StringDtype):
+        strings = strings[[isinstance(v, str) for v in strings]].astype(str).str.strip()
+    else:
+        strings = strings.iloc[:0].astype(str)
+    return pd.DataFrame({
+        "present": [int(present.sum())], "numbers": [int(numbers.sum())],
+        "text": [int(text.sum())], "text_rows": [series.index[text][:SHOW_ROWS].tolist()],
+        "strings": [len(strings)],
+        "comma": [int(strings.str.fullmatch(_DECIMAL_COMMA_NUMBER).sum())],
+        "thousands": [bool(strings.str.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+").all())],
+    })
+
+
+def merge_evidence(rows: pd.DataFrame) -> pd.DataFrame:
+    """Add up the rows of :func:`non_numeric_evidence` (of the partitions, in order): one row."""
+    return pd.DataFrame({
+        **{c: [int(rows[c].sum())] for c in ("present", "numbers", "text", "strings", "comma")},
+        "text_rows": [[label for labels in rows["text_rows"] for label in labels][:SHOW_ROWS]],
+        "thousands": [bool(rows["thousands"].all())],
+    })
+
+
+def non_numeric_message(name: Hashable, dtype: Any, evidence: pd.DataFrame) -> str:
+    """Return the refusal of continuous column ``name`` of non-numeric ``dtype``, with the fix.
+
+    From :func:`non_numeric_evidence`. A mostly numeric text column (ages with one "unknown",
+    or "n/a" not in ``na_values``) has the rows to fix named; a column of words, not. Numbers
+    written with a comma get the reading option that fixes them: a decimal comma ("12,5"),
+    or, when every one has three digits after its comma ("12,500"), either reading (advising
+    decimal=',' alone read them 1,000 times too small). Rows only, never values.
+    """
+    e = evidence.iloc[0]
+    fix = "; "
+    if e["strings"] and e["comma"] * 2 > e["strings"]:
+        if e["thousands"]:
+            fix = ("; its values read as numbers with a comma before three digits, a "
+                   "thousands separator ('12,500': read the file with thousands=',') or a "
+                   "decimal comma ('12,500' for 12.5: decimal=',', CLI: --decimal ,); or ")
+        else:
+            fix = ("; its values read as numbers with a decimal comma ('12,5'): read the file "
+                   "with decimal=',' (CLI: --decimal ,), or ")
+    elif e["text"] and e["numbers"] * 2 >= e["present"]:
+        rows = _rows(pd.Index(e["text_rows"], dtype=object),
+                             np.ones(len(e["text_rows"]), dtype=bool))
+        more = e["text"] - len(e["text_rows"])
+        fix = (f"; {e['text']} of its values do not read as numbers ({rows}"
+               f"{f' and {more} more' if more > 0 else ''}): fix or drop those rows, then ")
+    return (f"continuous column {name!r} has non-numeric dtype {dtype}{fix}convert it to "
+            f"numbers (in Python, pd.to_numeric(gdf[{name!r}])) or move it to attributes= if "
+            "it is categorical")
 
 
 _DECIMAL_COMMA_NUMBER = r"\s*[-+]?\d{1,3}(?:\.\d{3})*,\d+\s*|\s*[-+]?\d+,\d+\s*"
-
-
-def _comma_number_text(series: pd.Series) -> str | None:
-    """How most values of ``series`` read as numbers with a comma: ``"decimal"``, ``"either"``.
-
-    ``"either"`` when every one has three digits after its comma ("12,500": a thousands
-    separator as much as a decimal comma; advising decimal=',' alone read them 1,000 times too
-    small); None when most are not such numbers.
-    """
-    if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
-        return None
-    text = series.dropna()
-    text = text[[isinstance(v, str) for v in text]].astype(str).str.strip()
-    if text.empty or not text.str.fullmatch(_DECIMAL_COMMA_NUMBER).mean() > 0.5:
-        return None
-    return "either" if text.str.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+").all() else "decimal"
 
 
 def continuous_values(
@@ -2858,17 +2884,28 @@ def value_fences(values: np.ndarray, combo: np.ndarray, n_combos: int) -> np.nda
 
     Tukey's (1977, §2H) far-out fences ``[Q1 − 3·IQR, Q3 + 3·IQR]`` (:data:`VALUE_FENCE`
     IQRs) of the values of each combination of :data:`FENCED_MIN_RECORDS` or more records
-    (quantiles by linear interpolation, numpy's default). Where its quartiles coincide (the
-    middle half of its values are equal: a count that is mostly 0), the next pair of
-    :data:`FENCE_QUANTILES` that differ stands in, and last its third smallest and third
-    largest values (``p = 2 / (n − 1)``): ``[Q_p − k·R, Q_{1−p} + k·R]`` with
-    ``R = Q_{1−p} − Q_p`` and ``k`` that puts the fences of normal values where Tukey's are
-    (4.72 SDs out: ``k = 1.34`` for the 10 % and 90 % quantiles). Where all coincide, every
-    value is clipped to the common one (its other values are one or two at each end, and a
-    cell mean would publish them). Only pairs that leave out each end's two most extreme
-    values are used (``p·(n − 1) >= 2``), so a value's fence never depends on how far out the
-    value itself, or one other, lies: a spread that counted it (a mean absolute deviation)
-    let a fence grow with the value, and an attacker solved for the value from its fence.
+    (quartiles by linear interpolation, numpy's default), widened to those of its values at
+    10 % and 90 % (the first of :data:`FENCE_QUANTILES`) where they lie further out:
+    ``[v_r − k·R, v_{n−1−r} + k·R]`` of the sorted values, ``r = ⌈p·(n − 1)⌉``,
+    ``R = v_{n−1−r} − v_r``, with the ``k`` that puts a normal's fences where Tukey's are
+    (4.72 SDs out; ``k = 1.34`` at 10 %). The quartiles of a skewed or mostly-zero column
+    describe its bulk only: with 15 zeros and 5 positive values, ``Q3 + 3·IQR`` was the
+    smallest positive value, and clipped the other four. Where both pairs coincide (a count
+    that is mostly 0), the next of :data:`FENCE_QUANTILES` that differ stands in, and last the
+    third smallest and third largest values; where all coincide, every value is clipped to the
+    common one (its other values are one or two at each end, and a cell mean would publish
+    them).
+
+    No fence depends on a value it clips. Only ranks that leave each end's two most extreme
+    values out are used (``r >= 2``), and the wider pairs are values themselves, not
+    interpolated: a value inside a fence is never clipped, and one beyond it enters no fence.
+    A spread that counted every value (a mean absolute deviation) let a fence grow with the
+    value it clipped, and an interpolated 10 % quantile gave a clipped value a weight of 0.1 in
+    its fence: an attacker solved for the value exactly from either. (The quartiles
+    interpolate with weights 0, ¼, ½ or ¾, and a value weighted ¼ or more in Q3 lies within
+    ``Q3 + 3·IQR``.) Values far out at more than 10 % of a combination's records at one end
+    carry its wider fences out with them (more than a quarter, its quartiles'); the rules on
+    the cell means then judge them alone.
     ``-inf`` and ``inf`` for a smaller combination: its own cell means are never the centres
     of synthetic values (a cell of :data:`~geosynth.synth.paiva.MIN_RECORDS_FOR_VALUES`
     records in each of :data:`~geosynth.synth.paiva.MIN_JUDGED_CELLS` cells are needed), and
@@ -2881,20 +2918,18 @@ def value_fences(values: np.ndarray, combo: np.ndarray, n_combos: int) -> np.nda
     in a cell of 7 within 4 % (an attacker's 7 × mean − 6 × a typical value), where the rules
     judging the cell means (:func:`geosynth.synth.paiva.outlying_means`) did not flag it: a
     value 6–13 SDs out was withheld in 11 of 30 plantings. Clipped at the fence, such a value
-    gives back only the fence: that the record lies beyond it, as top-coding publishes. A
-    quarter or more of a combination's values far out carry its quartiles, and so its fences,
-    out with them; the rules on the cell means then judge them alone.
+    gives back only the fence: that the record lies beyond it, as top-coding publishes.
 
-    The cost (simulated, 400-2,000 combinations each): of normal values, one in 400,000 lies
-    beyond the fences of their distribution, but the quartiles of few values are unsteady:
-    1 % of the values of combinations of 9 records were clipped, 0.04 % of 30, and the means
-    stayed unbiased. A skewed column loses its long tail: 4 % of lognormal(σ = 1) values were
-    clipped, lowering the means by 6-7 % (exponential: 1.5-2.7 %, by 1.5-2.5 %). A column
-    mostly of one value has its rare others clipped near it: with 75 % zeros, a quarter of the
-    other values of combinations of 20 records (means 15 % lower), 1 % of 50. Transform such a
-    column (a logarithm), or split off its common value as an attribute, before
-    :func:`prepare`; the :class:`DataWarning` of :func:`prepare` says how many values were
-    clipped.
+    The cost (simulated, 1,000-2,000 combinations each): of normal values, one in 400,000
+    lies beyond the fences of their distribution, but the quantiles of few values are
+    unsteady: 0.9 % of the values of combinations of 9 records were clipped, 0.01 % of 30, and
+    the means stayed unbiased. A skewed column loses some of its long tail: 2-4 % of
+    lognormal(σ = 1) values were clipped, lowering the means by 4-6 % (exponential: 0.5-2.6 %,
+    by 0.5-2.4 %). A column mostly of one value has its rare others clipped near it: with 75 %
+    zeros, 17-26 % of the other (exponential or lognormal) values of combinations of 20-50
+    records, and with 90 % zeros about half. Transform such a column (a logarithm), or split
+    off its common value as an attribute, before :func:`prepare`; the :class:`DataWarning` of
+    :func:`prepare` says how many values were clipped.
 
     Parameters
     ----------
@@ -2919,28 +2954,37 @@ def value_fences(values: np.ndarray, combo: np.ndarray, n_combos: int) -> np.nda
         return fences
     first, n = start[fenced], size[fenced]
 
-    def quantile(h: np.ndarray) -> np.ndarray:  # linear, at positions h of the sorted values
-        k = np.floor(h).astype(np.int64)
-        low, high = v[first + k], v[first + np.minimum(k + 1, n - 1)]
-        return low + (h - k) * (high - low)
-
     reach = ndtri(0.75) * (1.0 + 2.0 * VALUE_FENCE)  # Tukey's far-out fence, in SDs
-    low = high = width = None
-    # The pairs in turn, then the third smallest and largest values (p = 2 / (n - 1)).
-    for p in [np.full(n.shape, q) for q in FENCE_QUANTILES] + [2.0 / (n - 1)]:
-        below = p * (n - 1)  # the same distance from each end: (n - 1) - below <= n - 3
-        q_low, q_high = quantile(below), quantile((n - 1) - below)
-        z = ndtri(1.0 - p)
-        k = (reach - z) / (2.0 * z)
-        if low is None:  # the quartiles: n >= 9 leaves each end's two values out
-            low, high, width = q_low, q_high, k * (q_high - q_low)
-            continue
-        use = (high == low) & (below >= 2.0 - 1e-9)
-        low, high = np.where(use, q_low, low), np.where(use, q_high, high)
-        width = np.where(use, k * (q_high - q_low), width)
-    fences[0, fenced] = low - width
-    fences[1, fenced] = high + width
+
+    def inner_fences(low_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fences of the values at ranks low_at and n - 1 - low_at, scaled as Tukey's."""
+        low, high = v[first + low_at], v[first + n - 1 - low_at]
+        z = ndtri(1.0 - low_at / (n - 1))
+        width = (reach - z) / (2.0 * z) * (high - low)
+        return low - width, high + width
+
+    q1, q3 = (_linear_quantile(v, first, n, p) for p in (0.25, 0.75))
+    low, high = q1 - VALUE_FENCE * (q3 - q1), q3 + VALUE_FENCE * (q3 - q1)
+    ranks = [np.ceil(p * (n - 1) - 1e-9).astype(np.int64) for p in FENCE_QUANTILES]
+    wider = ranks[0] >= 2  # the 10 % and 90 % values, where the two at each end stay out
+    decile_low, decile_high = inner_fences(np.where(wider, ranks[0], 2))
+    low = np.where(wider, np.minimum(low, decile_low), low)
+    high = np.where(wider, np.maximum(high, decile_high), high)
+    for rank in ranks[1:] + [np.full(n.shape, 2)]:  # values tie down to the 10 %: further out
+        use = (high == low) & (rank >= 2)
+        if use.any():
+            step_low, step_high = inner_fences(np.where(use, rank, 2))
+            low, high = np.where(use, step_low, low), np.where(use, step_high, high)
+    fences[0, fenced], fences[1, fenced] = low, high
     return fences
+
+
+def _linear_quantile(v: np.ndarray, first: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
+    """Quantile ``p`` of each run ``v[first:first + n]`` of sorted values (numpy's linear)."""
+    h = p * (n - 1)
+    k = np.floor(h).astype(np.int64)
+    low, high = v[first + k], v[first + np.minimum(k + 1, n - 1)]
+    return low + (h - k) * (high - low)
 
 
 def _warn_of_clipped_values(name: str, clipped: np.ndarray, combo: np.ndarray) -> None:

@@ -71,7 +71,10 @@ from geosynth.data import (
     lattice_origin,
     locate_on_domain,
     locate_records,
+    merge_evidence,
     no_overlap_message,
+    non_numeric_evidence,
+    non_numeric_message,
     on_a_grid,
     warn_dropped,
     warn_if_bounds_touch_records,
@@ -1018,7 +1021,11 @@ def prepare_dask(
                                 grid, attrs, domain)
     check_prepare_options(grid, outside, max_bytes, allow_identifying)
     meta = ddf._meta
-    attrs = check_columns(meta, attributes, continuous)
+    try:
+        attrs = check_columns(meta, attributes, continuous)
+    except InputError as err:
+        _refuse_text_naming_rows(ddf, continuous, err)
+        raise
     check_crs(ddf, grid)
     _check_known_categories(ddf, attrs)
 
@@ -1079,6 +1086,24 @@ def prepare_dask(
                                allow_identifying=allow_identifying, records=records)
     _check_passes_agree(counts)
     return counts
+
+
+def _refuse_text_naming_rows(ddf: dask_geopandas.GeoDataFrame, continuous: Any,
+                             err: InputError) -> None:
+    """Refuse a non-numeric continuous column naming its rows, as :func:`geosynth.prepare` does.
+
+    ``err`` is the refusal of the frame's metadata (:func:`geosynth.data.check_columns`); when
+    it is that of a non-numeric continuous column, one pass over that column finds the rows
+    whose values do not read as numbers (the metadata has none) and what else the message
+    says (:func:`geosynth.data.non_numeric_evidence`). Only counts and row labels come back.
+    """
+    meta = ddf._meta
+    for name in covariate_names(continuous):
+        dtype = meta[name].dtype
+        evidence = non_numeric_evidence(meta[name])
+        if str(err) == non_numeric_message(name, dtype, evidence):
+            found = ddf[name].map_partitions(non_numeric_evidence, meta=evidence).compute()
+            raise InputError(non_numeric_message(name, dtype, merge_evidence(found))) from None
 
 
 def _check_covariates_of_all_partitions(ddf: dask_geopandas.GeoDataFrame,

@@ -943,27 +943,34 @@ def test_counting_by_partition_through_the_public_steps_equals_prepare(grid):
 
 def test_a_value_never_moves_its_own_fence():
     # The attack on a fence that a value moves: seven 0s, a 10 and x had a fence linear in x
-    # (a mean absolute deviation of all the values), and x came back from it exactly. The
-    # fences are order statistics that leave each end's two most extreme values out, so
-    # pushing the two largest (or smallest) values further out moves no fence, whatever the
-    # ties: 300 random combinations of 9-60 values, many of them tied.
+    # (a mean absolute deviation of all the values), and x came back from it exactly.
+    # An interpolated 10 % quantile weighted a clipped value 0.1 in its fence: 23 zeros,
+    # 1, 1.2, 1.5, 2, x, 40 and 55 clipped x to a fence from which x came back exactly. Every
+    # value beyond a fence (and each end's two most extreme) is pushed further out here, and
+    # no fence moves: 300 random combinations of 9-60 values, many tied.
     rng = np.random.default_rng(5)
-    for _ in range(300):
-        n = int(rng.integers(9, 61))
-        values = np.round(rng.exponential(2.0, n)) * rng.choice([0.0, 1.0], n, p=[0.6, 0.4])
+    leaky = np.array([0.0] * 23 + [1.0, 1.2, 1.5, 2.0, 10.0, 40.0, 55.0])
+    cases = [leaky] + [np.round(rng.exponential(2.0, n)) * rng.choice([0.0, 1.0], n, p=[0.6, 0.4])
+                       for n in rng.integers(9, 61, 300)]
+    for values in cases:
+        n = len(values)
         combo = np.zeros(n, dtype=np.int64)
         fences = value_fences(values, combo, 1)
         order = np.argsort(values, kind="stable")
+        outside = (values < fences[0, 0]) | (values > fences[1, 0])
         for ends, push in ((order[-2:], 1e6), (order[:2], -1e6)):
             pushed = values.copy()
             pushed[ends] += push * np.array([1.0, 2.0])
+            beyond = outside & (values > fences[1, 0] if push > 0 else values < fences[0, 0])
+            pushed[beyond] += push
             np.testing.assert_array_equal(value_fences(pushed, combo, 1), fences)
+    assert 2.0 < value_fences(leaky, np.zeros(30, dtype=np.int64), 1)[1, 0] < 10.0  # x clipped
 
 
 def test_values_are_clipped_to_their_combinations_far_out_fences(grid):
     # sex "m" has 300 records, one of them planted 1,000 (the others near 10, SD 2); "f" has 8,
-    # too few for fences. The cell means are those of the values clipped to Tukey's far-out
-    # fences of each fenced combination's values, derived here with numpy's quantiles.
+    # too few for fences. The cell means are those of the values clipped to the fences of each
+    # fenced combination's values (reference_fences).
     df = make_gdf(n=308, seed=4)
     df["sex"] = ["m"] * 300 + ["f"] * 8
     df["w"] = df["z"] * 3.0 - 1.0
@@ -976,8 +983,7 @@ def test_values_are_clipped_to_their_combinations_far_out_fences(grid):
     assert all(w.filename == __file__ for w in got)
     assert counts.combos["sex"].tolist() == ["f", "m"]
     z = df["z"].to_numpy()
-    q1, q3 = np.quantile(z[:300], [0.25, 0.75])
-    fence = (q1 - 3.0 * (q3 - q1), q3 + 3.0 * (q3 - q1))
+    fence = reference_fences(z[:300])
     assert 15 < fence[1] < 30  # 4.7 SDs out
     np.testing.assert_allclose(counts.fences("z"), [[-np.inf, fence[0]], [np.inf, fence[1]]],
                                rtol=1e-12)
@@ -995,42 +1001,72 @@ def test_values_are_clipped_to_their_combinations_far_out_fences(grid):
     assert high1 == pytest.approx(fence[1], rel=1e-12)
 
 
-def test_value_fences_reach_the_population_fences_and_stand_a_deviation_in_for_a_zero_iqr():
-    # Exponential(1): Q1 = ln(4/3), Q3 = ln 4, so the fences are ln(4/3) - 3 ln 3 and
-    # ln 4 + 3 ln 3; 200,000 values estimate both to about 0.02.
+def reference_fences(values):
+    """The fences of one combination's values, per value_fences' docstring, by plain loops."""
+    v, n = np.sort(values), len(values)
+    reach = stats.norm.ppf(0.75) * 7.0
+
+    def inner(r):
+        z = stats.norm.ppf(1.0 - r / (n - 1))
+        width = (reach - z) / (2.0 * z) * (v[n - 1 - r] - v[r])
+        return v[r] - width, v[n - 1 - r] + width
+
+    q1, q3 = np.quantile(v, [0.25, 0.75])
+    low, high = q1 - 3.0 * (q3 - q1), q3 + 3.0 * (q3 - q1)
+    r10 = int(np.ceil(0.1 * (n - 1) - 1e-9))
+    if r10 >= 2:
+        low, high = min(low, inner(r10)[0]), max(high, inner(r10)[1])
+    for p in (0.05, 0.025, 0.01, None):
+        r = 2 if p is None else int(np.ceil(p * (n - 1) - 1e-9))
+        if low == high and r >= 2:
+            low, high = inner(r)
+    return low, high
+
+
+def test_value_fences_match_the_reference_and_reach_the_population_fences():
     rng = np.random.default_rng(12)
+    # Exponential(1): Tukey's fences ln(4/3) - 3 ln 3 and ln 4 + 3 ln 3; those of the 10 %
+    # and 90 % values lie further out above (the long tail), not below: 200,000 values
+    # estimate each to about 0.02.
     values = rng.exponential(1.0, 200_000)
     fences = value_fences(values, np.zeros(values.size, dtype=np.int64), 1)
-    np.testing.assert_allclose(fences[:, 0], [np.log(4 / 3) - 3 * np.log(3),
-                                              np.log(4) + 3 * np.log(3)], atol=0.05)
-    # Most values 0 (the quartiles coincide): the 10 % and 90 % quantiles stand in, with the
-    # width that puts a normal's fences where Tukey's are (4.72 SDs).
-    tied = np.concatenate([np.zeros(35), rng.normal(50.0, 5.0, 10)])
-    got = value_fences(tied, np.zeros(45, dtype=np.int64), 1)
-    q10, q25, q75, q90 = np.quantile(tied, [0.1, 0.25, 0.75, 0.9])
-    assert q25 == q75 == q10 == 0 < q90
-    reach = stats.norm.ppf(0.75) * 7.0
-    k = (reach - stats.norm.ppf(0.9)) / (2 * stats.norm.ppf(0.9))
+    z90 = stats.norm.ppf(0.9)
+    k = (stats.norm.ppf(0.75) * 7.0 - z90) / (2 * z90)
     assert k == pytest.approx(1.342, abs=1e-3)
-    np.testing.assert_allclose(got[:, 0], [-k * q90, q90 + k * q90], rtol=1e-12)
-    # Too few values for a wider pair that leaves the two largest out: every value is
-    # clipped to the common one.
+    q10, q90 = -np.log(0.9), np.log(10.0)
+    np.testing.assert_allclose(fences[:, 0], [np.log(4 / 3) - 3 * np.log(3),
+                                              q90 + k * (q90 - q10)], atol=0.05)
+    # Combinations of every kind and size, records in any order: as the reference.
+    kinds = [lambda n: rng.normal(0.0, 1.0, n), lambda n: rng.poisson(1.0, n) * 1.0,
+             lambda n: np.where(rng.random(n) < 0.85, 0.0, rng.exponential(5.0, n)),
+             lambda n: np.full(n, 3.0)]
+    groups = [kinds[b % 4](int(rng.integers(1, 80))) for b in range(60)]
+    values = np.concatenate(groups)
+    combo = np.repeat(np.arange(60), [len(g) for g in groups])
+    shuffle = rng.permutation(values.size)
+    got = value_fences(values[shuffle], combo[shuffle], 61)
+    for b, group in enumerate(groups):
+        want = reference_fences(group) if len(group) >= 9 else (-np.inf, np.inf)
+        np.testing.assert_allclose(got[:, b], want, rtol=1e-12, atol=1e-12)
+    assert got[0, 60] == -np.inf and got[1, 60] == np.inf  # a combination of no record
+    # 35 zeros and 10 values near 50: the quartiles are 0, and the 10 % and 90 % values
+    # (ranks 5 and 39) set the fences; seven 0s, a 10 and a far value: every value tied
+    # down to the third smallest and largest, so each is clipped to 0.
+    tied = np.concatenate([np.zeros(35), rng.normal(50.0, 5.0, 10)])
+    got = value_fences(tied, np.zeros(45, dtype=np.int64), 1)[:, 0]
+    top = np.sort(tied)[39]
+    z = stats.norm.ppf(1 - 5 / 44)
+    width = (stats.norm.ppf(0.75) * 7.0 - z) / (2 * z) * top
+    np.testing.assert_allclose(got, [-width, top + width], rtol=1e-12)
+    assert (tied <= got[1]).all()
     got = value_fences(np.array([0.0] * 7 + [10.0, 1e6]), np.zeros(9, dtype=np.int64), 1)
     np.testing.assert_array_equal(got[:, 0], [0.0, 0.0])
-    # Eight records, one too few: no fences; a combination of one value: none either.
-    few = value_fences(np.arange(9.0), np.array([0] * 8 + [1]), 2)
-    assert np.isinf(few).all() and (few[0] < 0).all() and (few[1] > 0).all()
-    # Fences per combination, whatever the order of the records.
     mixed = rng.normal(0.0, 1.0, 40)
-    combo = rng.integers(0, 2, 40)
-    got = value_fences(mixed, combo, 2)
-    for b in range(2):
-        q1, q3 = np.quantile(mixed[combo == b], [0.25, 0.75])
-        np.testing.assert_allclose(got[:, b], [q1 - 3 * (q3 - q1), q3 + 3 * (q3 - q1)])
-    np.testing.assert_array_equal(fenced_values(mixed, combo, got), mixed)
-    pulled = fenced_values(np.array([100.0, -100.0]), np.array([0, 1]), got)
-    np.testing.assert_array_equal(pulled, [got[1, 0], got[0, 1]])
-
+    pulled = fenced_values(np.array([100.0, -100.0]), np.array([0, 1]),
+                           value_fences(np.concatenate([mixed[:20], mixed[20:]]),
+                                        np.repeat([0, 1], 20), 2))
+    assert pulled[0] == reference_fences(mixed[:20])[1]
+    assert pulled[1] == reference_fences(mixed[20:])[0]
 
 def test_points_that_miss_the_region_say_so_and_suspect_the_crs():
     grid = Grid.regular((600_000, 7_800_000, 610_000, 7_810_000), shape=(5, 5), crs=CRS,

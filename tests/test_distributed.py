@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import re
 import warnings
 
 import geopandas as gpd
@@ -397,6 +398,33 @@ def test_prepare_dask_gathers_no_measurement_to_the_client(client, points, grid,
     whole = points.assign(z=np.round(points["z"] * 10))
     gd.prepare_dask(to_dask(whole, 4), grid, attributes="a", continuous="z")
     assert gathered == ([] if whole["z"].duplicated().any() else ["z"])
+
+
+@pytest.mark.parametrize("kind", ["text", "comma", "words"])
+def test_prepare_dask_names_the_rows_of_text_in_a_continuous_column_as_prepare_does(
+        client, points, grid, kind):
+    # The metadata of a text column has no rows: the message named none to fix. One pass over
+    # the column finds them in every partition (7 rows in 3 partitions; 5 shown).
+    data = points.copy()
+    if kind == "text":
+        z = data["z"].astype(object)
+        z.iloc[[5, 250, 251, 500, 501, 502, 599]] = "n/a"
+    elif kind == "comma":
+        z = data["z"].map(lambda v: f"{v:.2f}".replace(".", ","))
+    else:
+        z = pd.Series(np.where(data["a"] == 1, "high", "low"), index=data.index, dtype=object)
+    data["z"] = z
+    with pytest.raises(InputError) as want:
+        prepare(data, grid, attributes=["a"], continuous="z")
+    with pytest.raises(InputError) as got:
+        gd.prepare_dask(to_dask(data, 3), grid, attributes=["a"], continuous="z")
+    # dask holds text as its string dtype
+    assert re.sub(r"dtype \w+", "dtype", str(got.value)) == re.sub(r"dtype \w+", "dtype",
+                                                                   str(want.value))
+    if kind == "text":
+        labels = data.index[[5, 250, 251, 500, 501]].tolist()
+        assert f"7 of its values do not read as numbers (rows {labels} and 2 more)" \
+            in str(got.value)
 
 
 def test_prepare_dask_refuses_booleans_and_numbers_in_different_partitions(client, points,
