@@ -2997,10 +2997,10 @@ def _warn_of_clipped_values(name: str, clipped: np.ndarray, combo: np.ndarray) -
     warnings.warn(
         f"{int(clipped.sum())} of {clipped.size} values of continuous column {name!r} (in "
         f"{np.unique(combo[clipped]).size} attribute combination(s)) lie beyond the far-out "
-        "fences of their combination's values (Q1 - 3 IQR, Q3 + 3 IQR) and were clipped to "
-        "them before the cell means, so that the releases do not give a far value back; to "
-        "choose the bound yourself, top-code the column (or transform a skewed one) before "
-        "prepare",
+        "fences of their combination's values (Q1 - 3 IQR, Q3 + 3 IQR, or wider) and were "
+        "clipped to them before the cell means, so that the releases do not give a far value "
+        "back; to choose the bound yourself, top-code the column (or transform a skewed one) "
+        "before prepare (CLI: in the input file)",
         DataWarning,
         stacklevel=4,
     )
