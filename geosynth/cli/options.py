@@ -668,7 +668,9 @@ def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
 continuous_option = click.option(
     "--continuous", type=CommaList(), default=None, metavar="COLUMN[,COLUMN...]",
     help="Numeric column(s) released with synthetic values (Nunes 2018, §2.2; comma-separated "
-    "for several covariates, e.g. z1,z2).")
+    "for several covariates, e.g. z1,z2). A value far out in its attribute combination is "
+    "clipped to the combination's far-out fences before the cell means the synthetic values "
+    "centre on (a warning says how many); top-code the column in the file to choose the bound.")
 
 beta_prior_option = click.option(
     "--beta-prior", type=PriorList(("normal", "icar")), default=None,
