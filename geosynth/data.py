@@ -1332,7 +1332,7 @@ def non_numeric_message(name: Hashable, dtype: Any, evidence: pd.DataFrame) -> s
                    "with decimal=',' (CLI: --decimal ,), or ")
     elif e["text"] and e["numbers"] * 2 >= e["present"]:
         rows = _rows(pd.Index(e["text_rows"], dtype=object),
-                             np.ones(len(e["text_rows"]), dtype=bool))
+                     np.ones(len(e["text_rows"]), dtype=bool))
         more = e["text"] - len(e["text_rows"])
         fix = (f"; {e['text']} of its values do not read as numbers ({rows}"
                f"{f' and {more} more' if more > 0 else ''}): fix or drop those rows, then ")
@@ -2815,13 +2815,13 @@ def counts_from_table(
         record_cell = located["cell"].to_numpy(dtype=np.int64)
         record_combo = located["combo"].to_numpy(dtype=np.int64)
         record_index = located.index
-        missing = [c for c in z_sum_columns(len(covariates)) if c not in located.columns]
-        if covariates and missing:
-            raise InputError(
-                f"records returned no column {missing[0]!r}; with continuous= it must return "
-                "each record's values (in the columns of z_sum_columns), whose clipped cell "
-                "means the counts hold"
-            )
+    missing = [c for c in z_sum_columns(len(covariates)) if c not in located.columns]
+    if covariates and missing:
+        raise InputError(
+            f"{'table has' if records is None else 'records returned'} no column "
+            f"{missing[0]!r}; with continuous= it must hold each record's values (in the "
+            "columns of z_sum_columns), whose clipped cell means the counts hold"
+        )
     zbar = mask = mean = sd = extremes = fences = None
     if covariates:
         record_pair = record_cell * n_combos + record_combo

@@ -930,6 +930,9 @@ def test_counting_by_partition_through_the_public_steps_equals_prepare(grid):
     with pytest.raises(InputError, match=f"records returned no column '{Z_SUM_COLUMN}'"):
         counts_from_table(table, grid, attributes, "z",
                           records=lambda levels, codes: records(levels, codes).iloc[:, :2])
+    one_each = locate_records(df.iloc[5:], grid, attributes, "z")
+    with pytest.raises(InputError, match=f"table has no column '{Z_SUM_COLUMN}'"):
+        counts_from_table(one_each.drop(columns=Z_SUM_COLUMN), grid, attributes, "z")
     # A grouped table cannot say where its records are.
     with pytest.raises(InputError, match="pass records="):
         counts_from_table(table, grid, attributes, "z")

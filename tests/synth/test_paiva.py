@@ -656,6 +656,10 @@ def test_a_planted_extreme_gives_back_no_more_than_its_combinations_fence():
     q1, q3 = np.quantile(values, [0.25, 0.75])
     fence = q3 + 3.0 * (q3 - q1)
     assert fence < 300
+    ordered, r = np.sort(values), 30  # the 10 % and 90 % values' fence lies inside Tukey's
+    z = stats.norm.ppf(1 - r / 300)
+    width = (stats.norm.ppf(0.75) * 7 - z) / (2 * z) * (ordered[300 - r] - ordered[r])
+    assert ordered[300 - r] + width < fence
     raw = counts.zbar[:, 0] * counts.zbar_sd[0] + counts.zbar_mean[0]
     others = values[:-1][np.array([cell for cell, _ in rows]) == 12]
     assert others.size == 12
