@@ -2898,12 +2898,15 @@ def value_fences(values: np.ndarray, combo: np.ndarray, n_combos: int) -> np.nda
 
     No fence depends on a value it clips. Only ranks that leave each end's two most extreme
     values out are used (``r >= 2``), and the wider pairs are values themselves, not
-    interpolated: a value inside a fence is never clipped, and one beyond it enters no fence.
+    interpolated, with ``k >= 0`` (the third largest of 1.8 million values lies beyond
+    Tukey's 4.72 SDs, where ``k`` was negative and the fences fell inside the values that set
+    them): a value inside a fence is never clipped, and one beyond it enters no fence.
     A spread that counted every value (a mean absolute deviation) let a fence grow with the
     value it clipped, and an interpolated 10 % quantile gave a clipped value a weight of 0.1 in
     its fence: an attacker solved for the value exactly from either. (The quartiles
     interpolate with weights 0, ¼, ½ or ¾, and a value weighted ¼ or more in Q3 lies within
-    ``Q3 + 3·IQR``.) Values far out at more than 10 % of a combination's records at one end
+    ``Q3 + 3·IQR``; from 12 records on, the 10 % and 90 % values enclose every value the
+    quartiles weigh.) Values far out at more than 10 % of a combination's records at one end
     carry its wider fences out with them (more than a quarter, its quartiles'); the rules on
     the cell means then judge them alone.
     ``-inf`` and ``inf`` for a smaller combination: its own cell means are never the centres
@@ -2959,8 +2962,8 @@ def value_fences(values: np.ndarray, combo: np.ndarray, n_combos: int) -> np.nda
     def inner_fences(low_at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fences of the values at ranks low_at and n - 1 - low_at, scaled as Tukey's."""
         low, high = v[first + low_at], v[first + n - 1 - low_at]
-        z = ndtri(1.0 - low_at / (n - 1))
-        width = (reach - z) / (2.0 * z) * (high - low)
+        z = ndtri(1.0 - low_at / (n - 1))  # beyond Tukey's reach (n > 1.7 million): no width
+        width = np.maximum((reach - z) / (2.0 * z), 0.0) * (high - low)
         return low - width, high + width
 
     q1, q3 = (_linear_quantile(v, first, n, p) for p in (0.25, 0.75))

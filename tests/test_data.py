@@ -968,6 +968,14 @@ def test_a_value_never_moves_its_own_fence():
             pushed[beyond] += push
             np.testing.assert_array_equal(value_fences(pushed, combo, 1), fences)
     assert 2.0 < value_fences(leaky, np.zeros(30, dtype=np.int64), 1)[1, 0] < 10.0  # x clipped
+    # 1.8 million values, all 0 but the three largest: the third largest is further out than
+    # Tukey's 4.72 SDs, and its fences' width came out negative, so that they fell inside
+    # [0, third] and moved with it (every 0 was raised). They are those values now.
+    for third in (100.0, 400.0):
+        huge = np.zeros(1_800_000)
+        huge[-3:] = [third, 5_000.0, 9_000.0]
+        got = value_fences(huge, np.zeros(huge.size, dtype=np.int64), 1)[:, 0]
+        np.testing.assert_array_equal(got, [0.0, third])
 
 
 def test_values_are_clipped_to_their_combinations_far_out_fences(grid):
