@@ -1019,7 +1019,7 @@ def reference_fences(values):
 
     def inner(r):
         z = stats.norm.ppf(1.0 - r / (n - 1))
-        width = (reach - z) / (2.0 * z) * (v[n - 1 - r] - v[r])
+        width = max((reach - z) / (2.0 * z), 0.0) * (v[n - 1 - r] - v[r])
         return v[r] - width, v[n - 1 - r] + width
 
     q1, q3 = np.quantile(v, [0.25, 0.75])
