@@ -545,7 +545,7 @@ def _load_csv(source: Path, options: _CsvOptions, check_values: bool = True) -> 
         if "Length of header" in str(caught_warning.message):
             raise _more_fields_than_names(source, frame, options)
         warnings.warn(caught_warning.message, caught_warning.category, stacklevel=2)
-    _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame, options)
+    _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [])
     return frame
 
 
@@ -697,11 +697,12 @@ def _more_fields_than_names(source: Path, frame: pd.DataFrame,
     )
 
 
-def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame,
-                      options: _CsvOptions) -> None:
-    """Refuse records with more fields than the header names, and unnamed or repeated names."""
-    if not frame.index.equals(pd.RangeIndex(len(frame))):
-        raise _more_fields_than_names(source, frame, options)
+def _check_csv_layout(source: Path, names: list) -> None:
+    """Refuse unnamed or repeated names in the header line.
+
+    Records with more fields than names are refused as they are read (index_col=False drops
+    the extra fields with a ParserWarning): no row index is built of them.
+    """
     unnamed = [k + 1 for k, name in enumerate(names) if not str(name).strip()]
     if unnamed:  # pandas named it 'Unnamed: 0', which no option or levels file could match
         raise InputError(
