@@ -102,6 +102,7 @@ from geosynth.synth.release import (
     INTERNAL_PREFIX,
     check_geodataframe,
     is_published,
+    keep_recorded_columns,
     refuse_baseline,
     release_info,
 )
@@ -851,7 +852,8 @@ def _check_linked(linked: Any, public: bool, original: Any,
 def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
     """Release without index, internal or extra geometry columns or z/m values, rows in order.
 
-    Rows are ordered by content (coordinates, then the other columns).
+    Rows are ordered by content (coordinates, then the other columns); of ``attrs`` only the
+    record of the columns the synthesizer made is kept.
     """
     geometry = release.geometry.name
     keep = [c for c in release.columns if c == geometry or not (
@@ -867,6 +869,7 @@ def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
                               crs=release.crs)
     public[geometry] = public.geometry.force_2d()  # a z or m value would be in the GeoJSON
     public.attrs = {}
+    keep_recorded_columns(release, public)  # which columns its synthesizer made
     return public
 
 
@@ -1030,8 +1033,9 @@ def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any, fit: 
     A column named like a record or cell identifier (an ``index`` column of patient ids left
     by ``reset_index()``, a ``patient_id``) unless ``fit``'s model releases it (an attribute
     ``region_id``), or, with ``original``, whose distinct values are its index labels; and,
-    given ``fit``, any column its model does not release, as :func:`geosynth.write_release`
-    refuses (an ``orig_x`` column reached the map's HTML).
+    given ``fit``, any column its model does not release (without it, any column the release's
+    synthesizer did not record making), as :func:`geosynth.write_release` refuses (an
+    ``orig_x`` column reached the map's HTML).
     """
     from geosynth.io.release import check_model_columns, check_release_columns, released_columns
 

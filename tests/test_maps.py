@@ -46,6 +46,7 @@ from geosynth.maps import (
     review_map,
     save_map,
 )
+from geosynth.synth.release import COLUMNS_ATTR
 
 LABELS = ["y=0, x1=1", "y=0, x1=2", "y=1, x1=1", "y=1, x1=2"]  # combinations of the scenario
 LEAFLET_ASSETS = {
@@ -416,6 +417,19 @@ def test_public_map_with_fit_refuses_columns_its_model_does_not_release(data):
     review_map(original, [leaked], fit=fit, public=False)  # an internal map may show them
 
 
+def test_public_map_without_fit_refuses_columns_the_synthesizer_did_not_make(data):
+    # Without fit= a public map checked names only: the release's record of the columns its
+    # synthesizer made stands in for the model, as in write_release.
+    original, releases, _, _ = data
+    public = geosynth.to_public(releases[0], seed=1)
+    leaked = public.assign(income=np.arange(len(public)) * 1.5)
+    with pytest.raises(InputError, match=r"releases\[0\] has columns \['income'\] that the "
+                                         "synthesizer that made it did not make"):
+        review_map(None, [leaked], public=True)
+    review_map(None, [public], public=True)
+    review_map(original, [leaked], public=False)  # an internal map may show them
+
+
 def test_public_map_refuses_the_original_points_as_a_release(data):
     # The confidential frame passed as the "synthetic" one was drawn as a public layer: every
     # original coordinate and column (z, x2) was in the page.
@@ -496,6 +510,7 @@ def test_public_map_keeps_measurements_in_the_range_of_the_coordinates(data):
     kept["sx"] = kept.geometry.x.round(1)
     # a few levels near the eastings (prices top-coded at one value): tied rows, one trial
     kept["cap"] = rng.choice(np.round(xy[:3, 0]), n)
+    del kept.attrs[COLUMNS_ATTR]  # columns added on purpose: no record refuses them first
     rounded = original.set_geometry(gpd.points_from_xy(*xy.round(0).T, crs=original.crs))
     review_map(rounded, [kept], public=True)
     review_map(original, [kept], public=True)
@@ -505,6 +520,7 @@ def test_public_map_keeps_measurements_in_the_range_of_the_coordinates(data):
     kept = geosynth.to_public(releases[0].to_crs(4326), seed=1)
     kept["lon"], kept["lat"] = kept.geometry.x, kept.geometry.y
     kept["score"] = rng.normal(lonlat.geometry.x.mean(), 2.0, n)
+    del kept.attrs[COLUMNS_ATTR]
     review_map(lonlat, [kept], public=True)
     kept["olon"] = lonlat.geometry.x.round(5).to_numpy()[:n]  # the records' own, to ~1 m
     with pytest.raises(InputError, match=r"numeric columns \['olon'\] holding coordinates"):

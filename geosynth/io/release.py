@@ -102,6 +102,7 @@ from geosynth.io._gpkg_checks import (
 )
 from geosynth.lattice import Grid
 from geosynth.synth.release import (
+    COLUMNS_ATTR,
     ID_COLUMNS,
     LIMITS_PARAMETER,
     NOISE_SEEDED,
@@ -117,6 +118,7 @@ from geosynth.synth.release import (
     is_linked,
     is_public,
     is_published,
+    recorded_columns,
     refuse_baseline,
     release_info,
     set_release_info,
@@ -339,7 +341,9 @@ def write_release(
     fit : geosynth.PaivaFit, optional
         The fit behind the releases: its model, priors and sampler settings go to the metadata.
         The releases may then hold only the columns its model releases (its attributes and
-        continuous columns, :func:`released_columns`) beside the points.
+        continuous columns, :func:`released_columns`) beside the points. Without it, a release
+        may hold only the columns its synthesizer recorded making
+        (:func:`~geosynth.synth.release.recorded_columns`), when it recorded them.
     include_intensity : bool, default False
         Add to the ``grid`` layer one column ``lambda_<combination>`` (e.g.
         ``lambda_y=1,x1=2``) per attribute combination with the posterior mean intensity
@@ -399,7 +403,9 @@ def write_release(
         with the input; a release has an identifier column (named like one,
         :func:`~geosynth.synth.release.is_identifier_name`, unless ``fit``'s model releases it;
         an internal ``_`` column, an extra geometry column, or labels of ``original_index``),
-        or, given ``fit``, a column its model does not release (``orig_x``); releases or
+        or, given ``fit``, a column its model does not release (``orig_x``), without ``fit``, a
+        column that the synthesizer did not record making
+        (:func:`~geosynth.synth.release.recorded_columns`); releases or
         grid disagree on the CRS; ``grid``/``fit`` have the wrong type or disagree;
         ``include_intensity`` without ``fit``; ``metadata`` has a key outside
         :data:`METADATA_KEYS` or a value of the wrong type (a ``ledger`` or ``size``, also one
@@ -770,8 +776,13 @@ def released_columns(model: Mapping[str, Any]) -> frozenset[str]:
 
 def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
                         released: frozenset[str] | None) -> None:
-    """Refuse columns that the fit's model (``released``: its columns) did not make."""
+    """Refuse columns that the fit's model (``released``: its columns) did not make.
+
+    Without a model (``released`` None), refuse those the release's synthesizer did not record
+    making (:func:`~geosynth.synth.release.recorded_columns`), if it recorded them.
+    """
     if released is None:
+        _check_made_columns(release, geometry, name)
         return
     extra = _unreleased_columns(release, geometry, released)
     if extra:
@@ -781,6 +792,25 @@ def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
             "not make them (a record id, the original coordinates or values added to the "
             "release), and they would publish what they hold about the confidential records; "
             "drop them (release.drop(columns=...)), or pass the fit whose model made them"
+        )
+
+
+def _check_made_columns(release: gpd.GeoDataFrame, geometry: Any, name: str) -> None:
+    """Refuse columns beside those the synthesizer recorded making (:func:`recorded_columns`).
+
+    Without ``fit`` the writer does not know the model; the release's own record of its
+    columns, kept through :func:`~geosynth.synth.release.to_public`, takes its place.
+    """
+    made = recorded_columns(release)
+    extra = [] if made is None else _unreleased_columns(release, geometry, made)
+    if extra:
+        raise InputError(
+            f"{name} has columns {_shown(extra)} that the synthesizer that made it did not make "
+            f"(it made {_shown(sorted(map(str, made)))}): a record id, the original "
+            "coordinates or values added to a release would publish what they hold about the "
+            "confidential records; drop them (release.drop(columns=...)), or, for a column "
+            "that holds nothing of the records (a label of the release), add its name to "
+            f"release.attrs[{COLUMNS_ATTR!r}]"
         )
 
 

@@ -95,6 +95,9 @@ __all__ = [
     "UNLINKED_METHODS",
     "BASELINE_ATTR",
     "BASELINE_METHODS",
+    "COLUMNS_ATTR",
+    "recorded_columns",
+    "keep_recorded_columns",
     "baseline_method",
     "refuse_baseline",
     "NOISE_OS_ENTROPY",
@@ -128,6 +131,10 @@ _BASELINE_POINTS = {
 }
 #: ``attrs`` key that :func:`to_public` keeps on the public form of a baseline (its method).
 BASELINE_ATTR = "geosynth_baseline"
+#: ``attrs`` key of the columns a synthesizer made beside the points (a list of labels), set by
+#: :func:`make_release` and kept by :func:`to_public`: :func:`geosynth.io.write_release` refuses
+#: any other column (:func:`recorded_columns`).
+COLUMNS_ATTR = "geosynth_columns"
 #: :attr:`ReleaseInfo.noise` of a DP release whose noise came from fresh OS entropy.
 NOISE_OS_ENTROPY = "os-entropy"
 #: :attr:`ReleaseInfo.noise` of a DP release whose noise came from a caller's seed (tests only):
@@ -756,7 +763,9 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         name of the column labels (``columns.name``) are dropped, except the marker
         ``attrs[PUBLIC_ATTR] = True`` by which :func:`geosynth.io.write_release` knows the rows
         were shuffled, on a baseline's release ``attrs[BASELINE_ATTR]`` (its method), by
-        which it refuses to publish one, and the fields :data:`PUBLIC_RECORD_FIELDS` of the
+        which it refuses to publish one, ``attrs[COLUMNS_ATTR]`` (the columns the synthesizer
+        made that are kept, :func:`recorded_columns`), by which it refuses columns added
+        since, and the fields :data:`PUBLIC_RECORD_FIELDS` of the
         release's record (:func:`release_info`: the method, and ε, noise, ledger and size of a
         DP release) and its :data:`PUBLIC_PARAMETERS` (the ``limits`` of a Paiva release),
         which the file's metadata states. CRS and column order are kept.
@@ -766,8 +775,8 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     geosynth.errors.InputError
         ``release`` is not a GeoDataFrame with an active geometry column, has MultiIndex
         column labels, several columns of the same name, or a column named like a record or
-        cell identifier (:data:`ID_COLUMNS`); its ``attrs`` hold an altered record or baseline
-        mark (:func:`baseline_method`).
+        cell identifier (:data:`ID_COLUMNS`); its ``attrs`` hold an altered record, baseline
+        mark (:func:`baseline_method`) or record of columns (:func:`recorded_columns`).
 
     Examples
     --------
@@ -808,6 +817,7 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     public.attrs = {PUBLIC_ATTR: True}
     if method is not None:
         public.attrs[BASELINE_ATTR] = method
+    keep_recorded_columns(release, public)
     if made is not None:  # how the points were made, as write_release publishes it
         kept = {name: made.parameters[name] for name in PUBLIC_PARAMETERS
                 if name in made.parameters}
@@ -958,6 +968,70 @@ def baseline_method(frame: Any) -> str | None:
     return info.method if info is not None and info.method in BASELINE_METHODS else None
 
 
+def recorded_columns(frame: Any) -> frozenset | None:
+    """Return the columns a synthesizer recorded making beside the points (None: no record).
+
+    :func:`make_release` records the columns of every release it builds in
+    ``attrs[COLUMNS_ATTR]``, and :func:`to_public` keeps the record; pandas carries ``attrs``
+    through a copy, an assignment or ``assign``, so a column added to a release afterwards (an
+    original value merged back, ``orig_x``) is not in it.
+
+    Parameters
+    ----------
+    frame : Any
+        A release (anything without ``attrs`` has no record).
+
+    Returns
+    -------
+    frozenset or None
+        The recorded column labels.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``attrs[COLUMNS_ATTR]`` is set to anything but a list or tuple of column labels.
+    """
+    attrs = getattr(frame, "attrs", None)
+    record = attrs.get(COLUMNS_ATTR) if isinstance(attrs, Mapping) else None
+    if record is None:
+        return None
+    try:
+        made = frozenset(record) if isinstance(record, list | tuple) else None
+    except TypeError:  # an unhashable item: no column label
+        made = None
+    if made is None:
+        raise InputError(
+            f"attrs[{COLUMNS_ATTR!r}] must be the list of column labels a synthesizer made "
+            f"(make_release records it), got {describe_value(record)}; the record was "
+            f"altered: remove it (del release.attrs[{COLUMNS_ATTR!r}]) and drop the columns "
+            "that no synthesizer made"
+        )
+    return made
+
+
+def keep_recorded_columns(source: Any, target: Any) -> None:
+    """Record on ``target`` those of ``source``'s recorded columns that ``target`` holds.
+
+    For a public form of ``source`` (:func:`to_public`, a public review map's layer), which
+    drops internal columns and ``attrs``; nothing is recorded if ``source`` records nothing.
+
+    Parameters
+    ----------
+    source : Any
+        A release (:func:`recorded_columns`).
+    target : pandas.DataFrame
+        Its public form; ``target.attrs`` is updated.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``source``'s record is altered (:func:`recorded_columns`).
+    """
+    made = recorded_columns(source)
+    if made is not None:
+        target.attrs[COLUMNS_ATTR] = [c for c in target.columns if c in made]
+
+
 def is_linked(frame: Any) -> bool:
     """Whether ``frame`` is marked as the internal, row-aligned output of a synthesizer.
 
@@ -1078,6 +1152,8 @@ def make_release(
         CRS of the points.
     info : ReleaseInfo
         How the release was made; recorded in ``attrs["geosynth"]`` (:func:`set_release_info`).
+        The columns of ``data`` are recorded in ``attrs[COLUMNS_ATTR]``
+        (:func:`recorded_columns`).
     linked : bool, optional
         Whether row ``k`` was made from confidential record ``k`` (default: True unless
         ``info.method`` is one of :data:`UNLINKED_METHODS`); a linked release carries
@@ -1090,7 +1166,7 @@ def make_release(
     frame = data.copy()
     frame[geometry] = gpd.points_from_xy(xy[:, 0], xy[:, 1])
     out = gpd.GeoDataFrame(frame, geometry=geometry, crs=crs)
-    out.attrs = {}
+    out.attrs = {COLUMNS_ATTR: list(data.columns)}
     set_release_info(out, info)
     if linked is None:
         linked = info.method not in UNLINKED_METHODS

@@ -45,7 +45,13 @@ from geosynth.io import (
     verify_audit,
     write_release,
 )
-from geosynth.synth.release import LINKED_ATTR, PUBLIC_ATTR, release_info, set_release_info
+from geosynth.synth.release import (
+    COLUMNS_ATTR,
+    LINKED_ATTR,
+    PUBLIC_ATTR,
+    release_info,
+    set_release_info,
+)
 from tests.io.helpers import (
     CRS,
     FIT_SEED,
@@ -1002,8 +1008,10 @@ def test_points_of_unknown_origin_are_warned_of(tmp_path, make_scenario_counts):
 def test_to_public_marks_its_output_and_read_release_too(tmp_path, fitted):
     _, internal, public = fitted
     assert internal[0].attrs[LINKED_ATTR] is True
-    # the marker of shuffled rows, and how the points were made (no release number or draw)
-    assert public[0].attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"}}
+    # the marker of shuffled rows, how the points were made (no release number or draw), and
+    # the columns the synthesizer made (the model's attributes and continuous column)
+    assert public[0].attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"},
+                               COLUMNS_ATTR: ["y", "x1", "x2", "z"]}
     path = tmp_path / "release.gpkg"
     write_release(path, public)
     again = read_release(path).releases  # a published file can be written again
@@ -2274,6 +2282,46 @@ def test_writer_given_a_fit_refuses_columns_its_model_does_not_release(tmp_path,
     assert read_release(path).m == 2  # fewer columns than the model releases: nothing added
 
 
+def test_writer_without_a_fit_refuses_columns_the_synthesizer_did_not_make(tmp_path, fitted,
+                                                                           confidential):
+    # Without fit= only names were checked: the records' values of z, merged back beside the
+    # synthetic ones under a plain name, were published, extremes included. The release's own
+    # record of the columns it was made with now stands in for the model.
+    _, internal, public = fitted
+    assert public[0].attrs[COLUMNS_ATTR] == ["y", "x1", "x2", "z"]
+    path = tmp_path / "release.gpkg"
+    merged = public[0].copy()
+    merged["income"] = confidential["z"].to_numpy()  # an assignment keeps attrs
+    with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) has columns \['income'\] "
+                                         r"that the synthesizer that made it did not make \(it "
+                                         r"made \['x1', 'x2', 'y', 'z'\]\).*drop them"):
+        write_release(path, [merged, public[1]])
+    # Added before to_public, or by assign(): the record comes along all the same.
+    early = to_public(internal[0].assign(source_z=confidential["z"].to_numpy()), seed=1)
+    with pytest.raises(InputError, match=r"has columns \['source_z'\] that the synthesizer"):
+        write_release(path, [early, public[1]])
+    assert not path.exists()
+    # A label of the release the analyst adds on purpose, named in the record, is written.
+    labelled = [frame.assign(batch="2026-12") for frame in public]
+    for frame in labelled:
+        frame.attrs[COLUMNS_ATTR] = [*frame.attrs[COLUMNS_ATTR], "batch"]
+    write_release(path, labelled)
+    assert list(read_release(path).releases[0]["batch"].unique()) == ["2026-12"]
+
+
+@pytest.mark.parametrize("record", ["y", [["y"]], {"y": 1}, 5])
+def test_an_altered_record_of_the_columns_is_refused(tmp_path, fitted, record):
+    _, internal, public = fitted
+    altered, early = public[0].copy(), internal[0].copy()
+    altered.attrs[COLUMNS_ATTR] = early.attrs[COLUMNS_ATTR] = record
+    with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must be the list of "
+                                         r"column labels.*del release.attrs"):
+        write_release(tmp_path / "release.gpkg", [altered])
+    with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must be the list"):
+        to_public(early)
+    assert not (tmp_path / "release.gpkg").exists()
+
+
 def test_a_model_attribute_named_like_an_identifier_is_written_with_its_fit(tmp_path,
                                                                           confidential):
     # An attribute of few levels named like an identifier (Brazil's ID_MUNICIP, a municipality
@@ -2507,11 +2555,13 @@ def test_values_geosynth_never_draws_are_refused_as_edited(release_with_limits, 
 def test_a_column_named_as_the_read_geometry_is_refused_before_writing(tmp_path, fitted):
     # Written beside the geometry column "geom", it was read back as the points: its values
     # (here the points' x) were in the published file, unseen by read_release and inspect.
-    # (With fit= the model's columns are checked first.)
+    # (With fit= the model's columns are checked first, and without it the record of the
+    # columns the synthesizer made: removed here.)
     _, _, public = fitted
     hidden = [frame.rename_geometry("location") for frame in public]
     for frame in hidden:
         frame["geometry"] = frame.geometry.x
+        del frame.attrs[COLUMNS_ATTR]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # no fit: nothing says how made
         with pytest.raises(InputError, match=r"has a column 'geometry', a name the GeoPackage "

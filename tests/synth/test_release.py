@@ -14,6 +14,7 @@ from geosynth.errors import DataWarning, InputError, InputTypeError
 from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 from geosynth.synth.release import (
     BASELINE_ATTR,
+    COLUMNS_ATTR,
     LINKED_ATTR,
     PUBLIC_ATTR,
     ReleaseInfo,
@@ -45,13 +46,14 @@ def release(regular_data):
 
 
 def test_public_release_has_no_index_and_a_shuffled_order(release, regular_data):
-    gdf = regular_data[0]
+    gdf, _, counts = regular_data
     public = to_public(release, seed=1)
     assert isinstance(public.index, pd.RangeIndex) and public.index.start == 0
     assert list(public.columns) == list(release.columns)
     assert public.crs == release.crs
-    # the marker of shuffled rows and how the points were made, nothing else
-    assert public.attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"}}
+    # the marker of shuffled rows, how the points were made and the columns made, nothing else
+    assert public.attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"},
+                            COLUMNS_ATTR: [*counts.attributes, *counts.covariates]}
     assert release.attrs[LINKED_ATTR] is True  # the input is not modified
     # Same rows, other order.
     pd.testing.assert_frame_equal(sorted_rows(public), sorted_rows(release))
