@@ -1034,10 +1034,16 @@ def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any, fit: 
     by ``reset_index()``, a ``patient_id``) unless ``fit``'s model releases it (an attribute
     ``region_id``), or, with ``original``, whose distinct values are its index labels; and,
     given ``fit``, any column its model does not release (without it, any column the release's
-    synthesizer did not record making), as :func:`geosynth.write_release` refuses (an
+    synthesizer did not record making; and without such a record any column), and values
+    changed since the synthesizer drew them, as :func:`geosynth.write_release` refuses (an
     ``orig_x`` column reached the map's HTML).
     """
-    from geosynth.io.release import check_model_columns, check_release_columns, released_columns
+    from geosynth.io.release import (
+        check_edited_columns,
+        check_model_columns,
+        check_release_columns,
+        released_columns,
+    )
 
     labels = None if original is None else original.index
     released = frozenset() if fit is None else released_columns(
@@ -1048,6 +1054,7 @@ def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any, fit: 
                               "drop it (release.drop(columns=...)) before drawing a public map",
                               released=released)
         check_model_columns(release, geometry, name, None if fit is None else released)
+        check_edited_columns(release, name)
 
 
 def _subsample(frame: gpd.GeoDataFrame, max_points: int | None) -> gpd.GeoDataFrame:

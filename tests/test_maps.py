@@ -46,7 +46,7 @@ from geosynth.maps import (
     review_map,
     save_map,
 )
-from geosynth.synth.release import COLUMNS_ATTR
+from geosynth.synth.release import record_columns
 
 LABELS = ["y=0, x1=1", "y=0, x1=2", "y=1, x1=1", "y=1, x1=2"]  # combinations of the scenario
 LEAFLET_ASSETS = {
@@ -442,10 +442,16 @@ def test_public_map_refuses_the_original_points_as_a_release(data):
                                              r"exact location of a record of original"):
             review_map(original, [shown], public=True)
     for shown in (original, geosynth.to_public(original, seed=1)):  # the mark of to_public
-        # alone (any frame gets it) passed without a word, and the page held every record
+        # alone (any frame gets it) passed without a word, and the page held every record:
+        # now its columns are refused (nothing records what they hold), its points warned of
         with pytest.warns(PrivacyLeakWarning, match=r"releases\[0\] carries no record of the "
                                                     r"geosynth synthesizer that drew it"):
-            review_map(None, [shown], public=True)
+            with pytest.raises(InputError, match=r"releases\[0\] holds no record of the "
+                                                 r"columns its synthesizer made"):
+                review_map(None, [shown], public=True)
+        with pytest.warns(PrivacyLeakWarning, match=r"releases\[0\] carries no record of the "
+                                                    r"geosynth synthesizer that drew it"):
+            review_map(None, [shown[[shown.geometry.name]]], public=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for given in (None, original):  # synthesized releases carry their record
@@ -466,7 +472,9 @@ def test_public_map_warns_of_a_masked_copy_of_the_records_with_original_given(da
     for given in (None, original):
         with pytest.warns(PrivacyLeakWarning, match=r"releases\[0\] carries no record of the "
                           r"geosynth synthesizer.*a masked copy included"):
-            review_map(given, [copy], public=True)
+            review_map(given, [copy[["geometry"]]], public=True)
+            with pytest.raises(InputError, match=r"holds no record of the columns"):
+                review_map(given, [copy], public=True)  # with every record's attributes
 
 
 def test_public_map_refuses_records_coordinates_as_columns(data):
@@ -510,7 +518,7 @@ def test_public_map_keeps_measurements_in_the_range_of_the_coordinates(data):
     kept["sx"] = kept.geometry.x.round(1)
     # a few levels near the eastings (prices top-coded at one value): tied rows, one trial
     kept["cap"] = rng.choice(np.round(xy[:3, 0]), n)
-    del kept.attrs[COLUMNS_ATTR]  # columns added on purpose: no record refuses them first
+    record_columns(kept)  # columns added on purpose, recorded: no record check refuses them
     rounded = original.set_geometry(gpd.points_from_xy(*xy.round(0).T, crs=original.crs))
     review_map(rounded, [kept], public=True)
     review_map(original, [kept], public=True)
@@ -520,7 +528,7 @@ def test_public_map_keeps_measurements_in_the_range_of_the_coordinates(data):
     kept = geosynth.to_public(releases[0].to_crs(4326), seed=1)
     kept["lon"], kept["lat"] = kept.geometry.x, kept.geometry.y
     kept["score"] = rng.normal(lonlat.geometry.x.mean(), 2.0, n)
-    del kept.attrs[COLUMNS_ATTR]
+    record_columns(kept)
     review_map(lonlat, [kept], public=True)
     kept["olon"] = lonlat.geometry.x.round(5).to_numpy()[:n]  # the records' own, to ~1 m
     with pytest.raises(InputError, match=r"numeric columns \['olon'\] holding coordinates"):
@@ -546,7 +554,8 @@ def test_a_release_read_from_a_file_is_public_already(data, tmp_path):
     for frame in bare:  # neither record nor mark: of unknown origin
         frame.attrs = {}
     with pytest.warns(PrivacyLeakWarning, match="was not read from a release file"):
-        review_map(None, [geosynth.to_public(r, seed=1) for r in bare], public=True)
+        review_map(None, [geosynth.to_public(r[["geometry"]], seed=1) for r in bare],
+                   public=True)
 
 
 NEAR_COPY = (r"releases\[0\] has (\d+) of its \d+ points within 0.1 m of a record of "
@@ -598,6 +607,7 @@ def test_public_map_refuses_a_few_records_moved_a_little_among_synthetic_points(
     synthetic = original.set_geometry(gpd.points_from_xy(*rng.uniform(
         xy.min(axis=0), xy.max(axis=0), xy.shape).T, crs=original.crs))
     synthetic.attrs = geosynth.to_public(synthetic, seed=0).attrs
+    record_columns(synthetic)  # a stand-in for a synthesizer's release, made by hand
     edited = synthetic.copy()
     edited.geometry.array[:moved] = original.geometry.iloc[:moved].translate(shift, 0.0).array
     with pytest.warns(PrivacyLeakWarning):  # no synthesizer's record: warned as well

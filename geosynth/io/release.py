@@ -102,7 +102,6 @@ from geosynth.io._gpkg_checks import (
 )
 from geosynth.lattice import Grid
 from geosynth.synth.release import (
-    COLUMNS_ATTR,
     ID_COLUMNS,
     LIMITS_PARAMETER,
     NOISE_SEEDED,
@@ -114,10 +113,12 @@ from geosynth.synth.release import (
     ReleaseInfoSource,
     check_id_columns,
     check_recorded_limits,
+    edited_columns,
     holds_geometries,
     is_linked,
     is_public,
     is_published,
+    record_columns,
     recorded_columns,
     refuse_baseline,
     release_info,
@@ -341,9 +342,9 @@ def write_release(
     fit : geosynth.PaivaFit, optional
         The fit behind the releases: its model, priors and sampler settings go to the metadata.
         The releases may then hold only the columns its model releases (its attributes and
-        continuous columns, :func:`released_columns`) beside the points. Without it, a release
-        may hold only the columns its synthesizer recorded making
-        (:func:`~geosynth.synth.release.recorded_columns`), when it recorded them.
+        continuous columns, :func:`released_columns`) beside the points. With it or without
+        it, a release may hold only the columns its synthesizer recorded making, with the
+        values it drew (:func:`~geosynth.synth.release.recorded_columns`).
     include_intensity : bool, default False
         Add to the ``grid`` layer one column ``lambda_<combination>`` (e.g.
         ``lambda_y=1,x1=2``) per attribute combination with the posterior mean intensity
@@ -405,7 +406,9 @@ def write_release(
         an internal ``_`` column, an extra geometry column, or labels of ``original_index``),
         or, given ``fit``, a column its model does not release (``orig_x``), without ``fit``, a
         column that the synthesizer did not record making
-        (:func:`~geosynth.synth.release.recorded_columns`); releases or
+        (:func:`~geosynth.synth.release.recorded_columns`); a release with columns beside the
+        points but no such record (a merge, join or concat drops it), or whose recorded
+        columns' values changed since (:func:`check_edited_columns`); releases or
         grid disagree on the CRS; ``grid``/``fit`` have the wrong type or disagree;
         ``include_intensity`` without ``fit``; ``metadata`` has a key outside
         :data:`METADATA_KEYS` or a value of the wrong type (a ``ledger`` or ``size``, also one
@@ -518,6 +521,7 @@ def write_release(
                 "synthesizer drew them (a reader would take the file for an edited one); "
                 "write the releases as geosynth.synthesize drew them"
             )
+        check_edited_columns(frame, f"release {k} ({RELEASE_LAYER.format(k)})")
     if include_intensity:
         warn_exact_intensity(fit, fit.posterior_mean_lambda(),
                              f"the grid layer of {printable(target.name)}", stacklevel=2)
@@ -733,8 +737,8 @@ def _check_releases(releases: Any, original_index: Any,
                 "synthetic to confidential records; pass geosynth.to_public(release), which "
                 "shuffles the rows and drops the index"
             )
-        check_model_columns(release, geometry, name, released)
         _check_release_index(release, name, original)
+        check_model_columns(release, geometry, name, released)
         _check_geopackage_columns(release, geometry, name)
         wrong, _ = _plain_points(release)
         if wrong.any():
@@ -779,12 +783,11 @@ def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
     """Refuse columns that the fit's model (``released``: its columns) did not make.
 
     Without a model (``released`` None), refuse those the release's synthesizer did not record
-    making (:func:`~geosynth.synth.release.recorded_columns`), if it recorded them.
+    making (:func:`~geosynth.synth.release.recorded_columns`). Either way, refuse a release
+    with columns but no such record (a merge, join or concat drops it); values changed since
+    are :func:`check_edited_columns`'.
     """
-    if released is None:
-        _check_made_columns(release, geometry, name)
-        return
-    extra = _unreleased_columns(release, geometry, released)
+    extra = [] if released is None else _unreleased_columns(release, geometry, released)
     if extra:
         raise InputError(
             f"{name} has columns {_shown(extra)} that the model of fit does not release (its "
@@ -793,24 +796,58 @@ def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
             "release), and they would publish what they hold about the confidential records; "
             "drop them (release.drop(columns=...)), or pass the fit whose model made them"
         )
+    _check_made_columns(release, geometry, name)
 
 
 def _check_made_columns(release: gpd.GeoDataFrame, geometry: Any, name: str) -> None:
-    """Refuse columns beside those the synthesizer recorded making (:func:`recorded_columns`).
+    """Refuse columns the synthesizer did not record making, or whose values changed since.
 
-    Without ``fit`` the writer does not know the model; the release's own record of its
-    columns, kept through :func:`~geosynth.synth.release.to_public`, takes its place.
+    The release's own record of its columns and their values (kept through
+    :func:`~geosynth.synth.release.to_public`) is the only witness of what a column holds:
+    without it (pandas drops ``attrs`` in a merge, join or concat) no column but the points
+    is written.
     """
     made = recorded_columns(release)
-    extra = [] if made is None else _unreleased_columns(release, geometry, made)
+    if made is None:
+        if any(c != geometry for c in release.columns):
+            raise InputError(
+                f"{name} holds no record of the columns its synthesizer made (pandas drops it "
+                "in merge, join and concat, which may have brought back the records' own "
+                "values): write the releases as geosynth.synthesize and geosynth.to_public "
+                "made them (add columns by assignment, which keeps the record, not by a "
+                "merge); for a release made outside geosynth whose columns hold nothing of "
+                "the records, record them first with "
+                "geosynth.synth.release.record_columns(release)"
+            )
+        return
+    extra = _unreleased_columns(release, geometry, made)
     if extra:
         raise InputError(
             f"{name} has columns {_shown(extra)} that the synthesizer that made it did not make "
             f"(it made {_shown(sorted(map(str, made)))}): a record id, the original "
             "coordinates or values added to a release would publish what they hold about the "
             "confidential records; drop them (release.drop(columns=...)), or, for a column "
-            "that holds nothing of the records (a label of the release), add its name to "
-            f"release.attrs[{COLUMNS_ATTR!r}]"
+            "that holds nothing of the records (a label of the release), record it with "
+            "geosynth.synth.release.record_columns(release)"
+        )
+
+
+def check_edited_columns(release: gpd.GeoDataFrame, name: str) -> None:
+    """Refuse recorded columns whose values changed since the synthesizer drew them.
+
+    Run after the checks that say more about a value (missing, outside its limits, a level
+    the model never fitted): this one catches what they let through, the records' own values
+    written over a synthesized column (:func:`~geosynth.synth.release.edited_columns`). The
+    digests are of whole columns, so a release of some of the rows is refused too; an empty
+    one is not checked.
+    """
+    edited = edited_columns(release) if len(release) else []  # no row, no value to check
+    if edited:
+        raise InputError(
+            f"{name} has values in {_shown([str(c) for c in edited])} that are not, as a whole, "
+            "those its synthesizer drew (values overwritten or edited since, e.g. with the "
+            "records' own values, which would be published; or rows removed or added): write "
+            "the release whole, with the values geosynth.synthesize drew, or drop the column"
         )
 
 
@@ -2184,9 +2221,11 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     check_unread_room(source, name, layers, kinds, metadata.get("crs"))  # last: says least
     # Each release carries the file's record: how it was made (its epsilon) decides, e.g., the
     # combining rules geosynth.evaluate takes for it.
+    # Its columns, as published, are recorded too: the file may be written again as it is.
     record = info_from_metadata(metadata)
     for frame in releases:
         set_release_info(frame, record)
+        record_columns(frame)
     audit = None
     if check_audit:
         try:

@@ -96,7 +96,10 @@ __all__ = [
     "BASELINE_ATTR",
     "BASELINE_METHODS",
     "COLUMNS_ATTR",
+    "column_digest",
+    "record_columns",
     "recorded_columns",
+    "edited_columns",
     "keep_recorded_columns",
     "baseline_method",
     "refuse_baseline",
@@ -131,9 +134,10 @@ _BASELINE_POINTS = {
 }
 #: ``attrs`` key that :func:`to_public` keeps on the public form of a baseline (its method).
 BASELINE_ATTR = "geosynth_baseline"
-#: ``attrs`` key of the columns a synthesizer made beside the points (a list of labels), set by
-#: :func:`make_release` and kept by :func:`to_public`: :func:`geosynth.io.write_release` refuses
-#: any other column (:func:`recorded_columns`).
+#: ``attrs`` key of the columns a synthesizer made beside the points (a dict of each label and
+#: the digest of its values, :func:`column_digest`), set by :func:`make_release` and kept by
+#: :func:`to_public`: :func:`geosynth.io.write_release` refuses any other column, and any
+#: column whose values changed since (:func:`recorded_columns`).
 COLUMNS_ATTR = "geosynth_columns"
 #: :attr:`ReleaseInfo.noise` of a DP release whose noise came from fresh OS entropy.
 NOISE_OS_ENTROPY = "os-entropy"
@@ -692,12 +696,37 @@ def row_digest(frame: pd.DataFrame) -> list[int]:
         if isinstance(values.dtype, gpd.array.GeometryDtype):
             digest.update(_wkb_bytes(np.asarray(values.array, dtype=object)))
             continue
-        try:
-            words = pd.util.hash_pandas_object(values, index=False).to_numpy()
-        except TypeError:  # lists, dicts: unhashable cells
-            words = pd.util.hash_pandas_object(values.astype(str), index=False).to_numpy()
-        digest.update(np.ascontiguousarray(words, dtype=np.uint64).tobytes())
+        digest.update(_value_words(values).tobytes())
     return np.frombuffer(digest.digest(), dtype=np.uint32).tolist()
+
+
+def _value_words(values: pd.Series) -> np.ndarray:
+    """Return one uint64 hash per value (:func:`pandas.util.hash_pandas_object`), C-ordered."""
+    try:
+        words = pd.util.hash_pandas_object(values, index=False).to_numpy()
+    except (TypeError, UnicodeEncodeError):  # unhashable cells (lists), lone surrogates
+        words = pd.util.hash_pandas_object(values.map(repr), index=False).to_numpy()
+    return np.ascontiguousarray(words, dtype=np.uint64)
+
+
+def column_digest(values: pd.Series) -> str:
+    """Return the SHA-256 (hex) of a column's values as a multiset: their order is ignored.
+
+    A row shuffle (:func:`to_public`) keeps it; a value changed, added or removed changes it.
+    Categories that no row holds do not enter it.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        One non-geometry column.
+
+    Returns
+    -------
+    str
+    """
+    import hashlib
+
+    return hashlib.sha256(np.sort(_value_words(values)).tobytes()).hexdigest()
 
 
 #: The little-endian WKB of a 2-D point: byte order 1, type 1, x, y (21 bytes, no padding).
@@ -968,49 +997,8 @@ def baseline_method(frame: Any) -> str | None:
     return info.method if info is not None and info.method in BASELINE_METHODS else None
 
 
-def recorded_columns(frame: Any) -> frozenset | None:
-    """Return the columns a synthesizer recorded making beside the points (None: no record).
-
-    :func:`make_release` records the columns of every release it builds in
-    ``attrs[COLUMNS_ATTR]``, and :func:`to_public` keeps the record; pandas carries ``attrs``
-    through a copy, an assignment or ``assign``, so a column added to a release afterwards (an
-    original value merged back, ``orig_x``) is not in it.
-
-    Parameters
-    ----------
-    frame : Any
-        A release (anything without ``attrs`` has no record).
-
-    Returns
-    -------
-    frozenset or None
-        The recorded column labels.
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        ``attrs[COLUMNS_ATTR]`` is set to anything but a list or tuple of column labels.
-    """
-    attrs = getattr(frame, "attrs", None)
-    record = attrs.get(COLUMNS_ATTR) if isinstance(attrs, Mapping) else None
-    if record is None:
-        return None
-    try:
-        made = frozenset(record) if isinstance(record, list | tuple) else None
-    except TypeError:  # an unhashable item: no column label
-        made = None
-    if made is None:
-        raise InputError(
-            f"attrs[{COLUMNS_ATTR!r}] must be the list of column labels a synthesizer made "
-            f"(make_release records it), got {describe_value(record)}; the record was "
-            f"altered: remove it (del release.attrs[{COLUMNS_ATTR!r}]) and drop the columns "
-            "that no synthesizer made"
-        )
-    return made
-
-
 def keep_recorded_columns(source: Any, target: Any) -> None:
-    """Record on ``target`` those of ``source``'s recorded columns that ``target`` holds.
+    """Record on ``target`` the entries of ``source``'s record for the columns ``target`` holds.
 
     For a public form of ``source`` (:func:`to_public`, a public review map's layer), which
     drops internal columns and ``attrs``; nothing is recorded if ``source`` records nothing.
@@ -1029,7 +1017,84 @@ def keep_recorded_columns(source: Any, target: Any) -> None:
     """
     made = recorded_columns(source)
     if made is not None:
-        target.attrs[COLUMNS_ATTR] = [c for c in target.columns if c in made]
+        target.attrs[COLUMNS_ATTR] = {c: made[c] for c in target.columns if c in made}
+
+
+def record_columns(frame: pd.DataFrame) -> None:
+    """Record every non-geometry column of ``frame`` as made, with the digest of its values.
+
+    :func:`make_release` records the columns of every release it builds; call this on a
+    release made outside geosynth, whose columns hold nothing of the confidential records,
+    before :func:`geosynth.io.write_release` (which refuses columns no record lists, and values
+    changed since they were recorded). Never on a frame with a merged, joined or overwritten
+    column of the records: the record is what lets it through.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A release; ``frame.attrs[COLUMNS_ATTR]`` is replaced.
+    """
+    geometry = getattr(getattr(frame, "geometry", None), "name", None)
+    frame.attrs[COLUMNS_ATTR] = {
+        label: column_digest(frame.iloc[:, k]) for k, label in enumerate(frame.columns)
+        if label != geometry and not isinstance(frame.dtypes.iloc[k], gpd.array.GeometryDtype)
+    }
+
+
+def recorded_columns(frame: Any) -> dict | None:
+    """Return the columns a synthesizer recorded making, with their digests (None: no record).
+
+    :func:`make_release` records each column of a release and the digest of its values
+    (:func:`column_digest`) in ``attrs[COLUMNS_ATTR]``, and :func:`to_public` keeps the record;
+    pandas carries ``attrs`` through a copy, an assignment or ``assign``, so a column added to
+    a release afterwards (an original value merged back, ``orig_x``) is not in it, and one
+    overwritten (``release["z"] = records["z"]``) no longer matches its digest.
+
+    Parameters
+    ----------
+    frame : Any
+        A release (anything without ``attrs`` has no record).
+
+    Returns
+    -------
+    dict or None
+        Each recorded column label and the hex digest of its values.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``attrs[COLUMNS_ATTR]`` is set to anything but a dict of column labels and digests.
+    """
+    attrs = getattr(frame, "attrs", None)
+    record = attrs.get(COLUMNS_ATTR) if isinstance(attrs, Mapping) else None
+    if record is None:
+        return None
+    if not (isinstance(record, dict) and all(isinstance(v, str) for v in record.values())):
+        raise InputError(
+            f"attrs[{COLUMNS_ATTR!r}] must map each column a synthesizer made to the digest of "
+            f"its values (make_release records it), got {describe_value(record)}; the record "
+            f"was altered: remove it (del release.attrs[{COLUMNS_ATTR!r}]) and drop the "
+            "columns that no synthesizer made"
+        )
+    return dict(record)
+
+
+def edited_columns(frame: pd.DataFrame) -> list:
+    """Return the recorded columns of ``frame`` whose values no longer match their digest.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A release (:func:`recorded_columns`); columns without a record are not checked.
+
+    Returns
+    -------
+    list
+        Column labels, in column order.
+    """
+    made = recorded_columns(frame) or {}
+    return [label for k, label in enumerate(frame.columns)
+            if label in made and column_digest(frame.iloc[:, k]) != made[label]]
 
 
 def is_linked(frame: Any) -> bool:
@@ -1152,8 +1217,8 @@ def make_release(
         CRS of the points.
     info : ReleaseInfo
         How the release was made; recorded in ``attrs["geosynth"]`` (:func:`set_release_info`).
-        The columns of ``data`` are recorded in ``attrs[COLUMNS_ATTR]``
-        (:func:`recorded_columns`).
+        The columns of ``data`` and the digests of their values are recorded in
+        ``attrs[COLUMNS_ATTR]`` (:func:`record_columns`).
     linked : bool, optional
         Whether row ``k`` was made from confidential record ``k`` (default: True unless
         ``info.method`` is one of :data:`UNLINKED_METHODS`); a linked release carries
@@ -1166,7 +1231,8 @@ def make_release(
     frame = data.copy()
     frame[geometry] = gpd.points_from_xy(xy[:, 0], xy[:, 1])
     out = gpd.GeoDataFrame(frame, geometry=geometry, crs=crs)
-    out.attrs = {COLUMNS_ATTR: list(data.columns)}
+    out.attrs = {}
+    record_columns(out)
     set_release_info(out, info)
     if linked is None:
         linked = info.method not in UNLINKED_METHODS

@@ -13,7 +13,7 @@ import pyogrio
 import pyproj
 import shapely
 
-from geosynth.synth.release import PUBLIC_ATTR
+from geosynth.synth.release import PUBLIC_ATTR, record_columns
 
 CRS = "EPSG:31983"
 # Distinctive seeds, so their decimal strings cannot occur in a GeoPackage by chance.
@@ -24,14 +24,21 @@ PUBLIC_SEEDS = [731_950_482, 731_950_483]
 XMIN, YMIN, XMAX, YMAX = 605_000.0, 7_790_000.0, 615_000.0, 7_800_000.0
 
 
+def with_record(frame):
+    """``frame`` with its columns recorded as made (record_columns), after an edit."""
+    record_columns(frame)
+    return frame
+
+
 def public_like(n=4, **columns):
-    """A small public-looking release (fresh index, as from to_public)."""
+    """A small public-looking release (fresh index, as from to_public; columns recorded)."""
     frame = gpd.GeoDataFrame(
         {"y": np.arange(n) % 2, **columns},
         geometry=gpd.points_from_xy(XMIN + 10.0 * np.arange(n), np.full(n, YMIN + 5.0)),
         crs=CRS,
     )
     frame.attrs = {PUBLIC_ATTR: True}
+    record_columns(frame)
     return frame
 
 
@@ -114,6 +121,7 @@ def public_like(n=4):
         crs="EPSG:31983",
     )
     frame.attrs = {geosynth.synth.release.PUBLIC_ATTR: True}
+    geosynth.synth.release.record_columns(frame)
     return frame
 """
 

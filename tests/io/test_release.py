@@ -49,6 +49,7 @@ from geosynth.synth.release import (
     COLUMNS_ATTR,
     LINKED_ATTR,
     PUBLIC_ATTR,
+    column_digest,
     release_info,
     set_release_info,
 )
@@ -69,6 +70,7 @@ from tests.io.helpers import (
     run_killed,
     set_metadata,
     sql,
+    with_record,
 )
 
 
@@ -512,7 +514,7 @@ def test_releases_read_from_a_dp_file_and_another_cannot_share_a_file(tmp_path):
     ledger = {"budget": {"epsilon": 2.0, "delta": 0.0}, "spent": {"epsilon": 1.5, "delta": 0.0}}
     dp_release = public_like()
     dp_release.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.5, "ledger": ledger}}
-    write_release(tmp_path / "dp.gpkg", [dp_release])
+    write_release(tmp_path / "dp.gpkg", [with_record(dp_release)])
     plain = public_like()
     plain.attrs = {**plain.attrs, "geosynth": {"method": "paiva"}}
     write_release(tmp_path / "plain.gpkg", [plain])
@@ -531,7 +533,7 @@ def test_metadata_records_epsilon_and_ledger(tmp_path):
     dp_release = public_like()
     dp_release.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.5, "ledger": ledger}}
     path = tmp_path / "dp.gpkg"
-    write_release(path, [dp_release])
+    write_release(path, [with_record(dp_release)])
     meta = read_release(path).metadata
     assert meta["method"] == "paiva-dp" and meta["epsilon"] == 1.5 and meta["ledger"] == ledger
     assert (
@@ -951,15 +953,19 @@ def test_synthesize_output_of_a_default_index_input_is_refused(tmp_path, make_sc
     write_release(path, [to_public(internal, seed=5)], original_index=data.index)
     dp_like = public_like(80)
     dp_like.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.0}}
-    write_release(tmp_path / "dp.gpkg", [dp_like], original_index=data.index)
+    write_release(tmp_path / "dp.gpkg", [with_record(dp_like)], original_index=data.index)
     assert read_release(path).m == 1
-    # without original_index the unmarked frame (a file round trip drops attrs) is warned of
+    # without original_index the unmarked frame (a file round trip drops attrs) is refused for
+    # its columns, of which nothing records what they hold, and its points alone warned of
+    with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) holds no record of the "
+                                         r"columns its synthesizer made .*record_columns"):
+        write_release(tmp_path / "unchecked.gpkg", [rebuilt])
     with pytest.warns(PrivacyLeakWarning, match=r"not marked as shuffled by geosynth.to_public"
                                                 r".*pass geosynth.to_public\(release\)"):
-        write_release(tmp_path / "unchecked.gpkg", [rebuilt])
+        write_release(tmp_path / "unchecked.gpkg", [rebuilt[["geometry"]]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # neither the public form nor a DP release is
-        write_release(tmp_path / "public.gpkg", [to_public(rebuilt, seed=6)],
+        write_release(tmp_path / "public.gpkg", [to_public(rebuilt[["geometry"]], seed=6)],
                       metadata={"method": "paiva"})  # rebuilt: its record is gone too
         write_release(tmp_path / "dp2.gpkg", [dp_like])
 
@@ -982,7 +988,10 @@ def test_the_public_form_of_a_baseline_is_refused(tmp_path, make_scenario_counts
 def test_points_of_unknown_origin_are_warned_of(tmp_path, make_scenario_counts):
     # to_public(original) passed every check: the file held every confidential point exactly.
     scenario, grid, _ = make_scenario_counts(n=80, seed=4, shape=(4, 4), attributes=["y"])
-    original = to_public(scenario.data[["y", "geometry"]], seed=1)
+    with pytest.raises(InputError, match=r"holds no record of the columns"):  # its y too
+        write_release(tmp_path / "leak.gpkg", [to_public(scenario.data[["y", "geometry"]])],
+                      grid=grid)
+    original = to_public(scenario.data[["geometry"]], seed=1)
     with pytest.warns(PrivacyLeakWarning, match=r"leak.gpkg: nothing records how its points "
                                                 r"were made .*pass fit="):
         write_release(tmp_path / "leak.gpkg", [original], grid=grid)
@@ -998,7 +1007,9 @@ def test_points_of_unknown_origin_are_warned_of(tmp_path, make_scenario_counts):
     # fit= named the method: the original points were written as the fit's, with no warning
     with pytest.raises(InputError, match=r"release 2 \(synthetic_2\) carries no record of the "
                                          r"synthesizer .*pass geosynth.to_public\(r\)"):
-        write_release(tmp_path / "fit.gpkg", [*public, original], fit=fit)
+        write_release(tmp_path / "fit.gpkg",
+                      [*public, with_record(to_public(scenario.data[["y", "geometry"]], seed=1))],
+                      fit=fit)
     assert not (tmp_path / "fit.gpkg").exists()
     # the record survives what an analyst does to a release: select, rename, reproject
     edited = public[0][["y", "geometry"]].rename(columns={"y": "y"}).to_crs(grid.crs)
@@ -1009,9 +1020,12 @@ def test_to_public_marks_its_output_and_read_release_too(tmp_path, fitted):
     _, internal, public = fitted
     assert internal[0].attrs[LINKED_ATTR] is True
     # the marker of shuffled rows, how the points were made (no release number or draw), and
-    # the columns the synthesizer made (the model's attributes and continuous column)
+    # the columns the synthesizer made (the model's attributes and continuous column), each
+    # with the digest of its values, which the shuffle keeps
+    made = {c: column_digest(internal[0][c]) for c in ["y", "x1", "x2", "z"]}
     assert public[0].attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"},
-                               COLUMNS_ATTR: ["y", "x1", "x2", "z"]}
+                               COLUMNS_ATTR: made}
+    assert internal[0].attrs[COLUMNS_ATTR] == made
     path = tmp_path / "release.gpkg"
     write_release(path, public)
     again = read_release(path).releases  # a published file can be written again
@@ -1527,7 +1541,7 @@ def test_releases_of_other_columns_are_refused_before_writing(tmp_path):
             write_release(path, [public_like(3), second])
         assert not path.exists()
     # Numbers stored as int in one release and as float in another are one kind.
-    write_release(path, [public_like(3), public_like(3).assign(y=[0.0, 1.0, 0.5])])
+    write_release(path, [public_like(3), with_record(public_like(3).assign(y=[0.0, 1.0, 0.5]))])
     assert [len(r) for r in read_release(path).releases] == [3, 3]
 
 
@@ -1711,6 +1725,7 @@ def test_writer_names_columns_labelled_by_other_than_text_and_a_bad_original_ind
     for label in (7, ("y", "a")):
         release = public_like()
         release[label] = 1
+        with_record(release)
         with pytest.raises(InputError, match=r"a column labelled .* but a GeoPackage names its "
                                              r"columns by text; rename it"):
             write_release(path, [release])
@@ -2024,13 +2039,14 @@ def test_release_layers_hold_what_gdal_writes_feature_by_feature(tmp_path, monke
         real(frame, target, **kwargs)
 
     monkeypatch.setattr(pyogrio, "write_dataframe", recorded)
-    write_release(fast, [release, release.iloc[:7]])
+    with_record(release)
+    write_release(fast, [release, with_record(release.iloc[:7])])
 
     def feature_by_feature(frame, target, **kwargs):
         real(frame, target, **{**kwargs, "use_arrow": False})
 
     monkeypatch.setattr(pyogrio, "write_dataframe", feature_by_feature)
-    write_release(plain, [release, release.iloc[:7]])
+    write_release(plain, [release, with_record(release.iloc[:7])])
     for layer in ("synthetic_1", "synthetic_2"):
         assert _layer_content(fast, layer) == _layer_content(plain, layer)
     declared = {row[1][1]: row[2][1] for row in _layer_content(fast, "synthetic_1")["schema"]}
@@ -2288,7 +2304,7 @@ def test_writer_without_a_fit_refuses_columns_the_synthesizer_did_not_make(tmp_p
     # synthetic ones under a plain name, were published, extremes included. The release's own
     # record of the columns it was made with now stands in for the model.
     _, internal, public = fitted
-    assert public[0].attrs[COLUMNS_ATTR] == ["y", "x1", "x2", "z"]
+    assert set(public[0].attrs[COLUMNS_ATTR]) == {"y", "x1", "x2", "z"}
     path = tmp_path / "release.gpkg"
     merged = public[0].copy()
     merged["income"] = confidential["z"].to_numpy()  # an assignment keeps attrs
@@ -2301,23 +2317,69 @@ def test_writer_without_a_fit_refuses_columns_the_synthesizer_did_not_make(tmp_p
     with pytest.raises(InputError, match=r"has columns \['source_z'\] that the synthesizer"):
         write_release(path, [early, public[1]])
     assert not path.exists()
-    # A label of the release the analyst adds on purpose, named in the record, is written.
-    labelled = [frame.assign(batch="2026-12") for frame in public]
-    for frame in labelled:
-        frame.attrs[COLUMNS_ATTR] = [*frame.attrs[COLUMNS_ATTR], "batch"]
+    # A label of the release the analyst adds on purpose, recorded, is written.
+    labelled = [with_record(frame.assign(batch="2026-12")) for frame in public]
     write_release(path, labelled)
     assert list(read_release(path).releases[0]["batch"].unique()) == ["2026-12"]
 
 
-@pytest.mark.parametrize("record", ["y", [["y"]], {"y": 1}, 5])
+@pytest.mark.parametrize("with_fit", [False, True])
+def test_the_records_values_written_over_a_synthetic_column_are_refused(tmp_path, fitted,
+                                                                        confidential, with_fit):
+    # A red team wrote the records' own z (a planted 98765 among them), shuffled, over the
+    # synthetic z: names pass, so the file and a public map published every original value.
+    fit, _, public = fitted
+    planted = confidential["z"].to_numpy().copy()
+    planted[7] = 98765.0
+    shuffled = np.random.default_rng(3).permutation(planted)
+    path = tmp_path / "release.gpkg"
+    options = {"fit": fit} if with_fit else {"grid": fit.grid}
+    overwritten = public[0].copy()
+    overwritten["z"] = shuffled  # or assign(z=...): the record comes along either way
+    for release in (overwritten, public[0].assign(z=public[0]["z"].round(1))):
+        with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) has values in \['z'\] "
+                                             r"that are not, as a whole, those its synthesizer "
+                                             r"drew.*records' own values"):
+            write_release(path, [release, public[1]], **options)
+    assert not path.exists()
+    # The shuffle of to_public, a reprojection and a selection of columns keep the digest.
+    kept = to_public(public[0], seed=9).to_crs(fit.grid.crs)[["z", "y", "geometry"]]
+    write_release(path, [kept, public[1][["z", "y", "geometry"]]], **options)
+    assert read_release(path).releases[0]["z"].max() < 98765.0
+
+
+@pytest.mark.parametrize("combine", ["merge", "join", "concat"])
+def test_a_release_whose_record_a_merge_dropped_is_refused(tmp_path, fitted, confidential,
+                                                           combine):
+    # pandas drops attrs in merge, join and concat: the red team's per-combination maximum of
+    # a confidential column merged into a release was written with no error (and, given a
+    # metadata method, no warning). Without the record nothing says what a column holds.
+    fit, _, public = fitted
+    top = confidential.groupby(["y", "x1", "x2"], as_index=False)["z"].max()
+    frame = public[0].drop(columns="z")
+    extra = pd.DataFrame({"income": confidential["z"].to_numpy()[:len(frame)]})
+    combined = {"merge": lambda: frame.merge(top, on=["y", "x1", "x2"]),
+                "join": lambda: frame.join(extra),
+                "concat": lambda: pd.concat([frame, extra], axis=1)}[combine]()
+    assert COLUMNS_ATTR not in combined.attrs
+    for options in ({"metadata": {"method": "paiva"}}, {"fit": fit}):
+        for release in (combined, to_public(gpd.GeoDataFrame(combined), seed=8)):
+            with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) (holds no record of "
+                                                 r"the columns its synthesizer made.*merge|has "
+                                                 r"columns \['income'\] that the model of fit)"):
+                write_release(tmp_path / "release.gpkg", [release], **options)
+    assert not (tmp_path / "release.gpkg").exists()
+
+
+@pytest.mark.parametrize("record", ["y", ["y"], {"y": 1}, 5])
 def test_an_altered_record_of_the_columns_is_refused(tmp_path, fitted, record):
     _, internal, public = fitted
     altered, early = public[0].copy(), internal[0].copy()
     altered.attrs[COLUMNS_ATTR] = early.attrs[COLUMNS_ATTR] = record
-    with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must be the list of "
-                                         r"column labels.*del release.attrs"):
+    with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must map each column a "
+                                         r"synthesizer made to the digest.*del release.attrs"):
         write_release(tmp_path / "release.gpkg", [altered])
-    with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must be the list"):
+    with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must map each column"):
         to_public(early)
     assert not (tmp_path / "release.gpkg").exists()
 
@@ -2353,7 +2415,7 @@ def test_read_release_lets_through_a_model_attribute_named_like_an_identifier(tm
     frames = [public_like(4, ID_MUNICIP=[1, 2, 1, 2])]
     with pytest.raises(InputError, match=r"column 'ID_MUNICIP', which identifies records"):
         write_release(path, frames, metadata={"method": "paiva"})
-    write_release(path, [f.rename(columns={"ID_MUNICIP": "m"}) for f in frames],
+    write_release(path, [with_record(f.rename(columns={"ID_MUNICIP": "m"})) for f in frames],
                   metadata={"method": "paiva"})
     sql(path, 'ALTER TABLE synthetic_1 RENAME COLUMN "m" TO "ID_MUNICIP"')
     with pytest.raises(InputError, match=r"column 'ID_MUNICIP', which identifies records"):
@@ -2556,12 +2618,12 @@ def test_a_column_named_as_the_read_geometry_is_refused_before_writing(tmp_path,
     # Written beside the geometry column "geom", it was read back as the points: its values
     # (here the points' x) were in the published file, unseen by read_release and inspect.
     # (With fit= the model's columns are checked first, and without it the record of the
-    # columns the synthesizer made: removed here.)
+    # columns the synthesizer made: made here to list it.)
     _, _, public = fitted
     hidden = [frame.rename_geometry("location") for frame in public]
     for frame in hidden:
         frame["geometry"] = frame.geometry.x
-        del frame.attrs[COLUMNS_ATTR]
+        with_record(frame)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # no fit: nothing says how made
         with pytest.raises(InputError, match=r"has a column 'geometry', a name the GeoPackage "
@@ -2600,9 +2662,10 @@ def test_a_seed_in_the_text_of_a_crs_is_not_published(tmp_path):
                       "+y_0=10000000 +ellps=GRS80 +units=m +no_defs").to_json_dict()
     named = pyproj.CRS.from_json_dict({**base, "name": f"local grid (seed {seed})"})
     assert named.to_authority() is None
-    frame = gpd.GeoDataFrame({"y": np.arange(30) % 2},
-                             geometry=gpd.points_from_xy(10.0 * np.arange(30), np.zeros(30)),
-                             crs=named)
+    frame = with_record(gpd.GeoDataFrame({"y": np.arange(30) % 2},
+                                         geometry=gpd.points_from_xy(10.0 * np.arange(30),
+                                                                     np.zeros(30)),
+                                         crs=named))
     with pytest.raises(InputError, match=r"the releases' CRS \(its WKT is published\).*seeds "
                                          r"must not be published"):
         write_release(tmp_path / "r.gpkg", [to_public(frame, seed=1)],

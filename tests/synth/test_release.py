@@ -19,6 +19,7 @@ from geosynth.synth.release import (
     PUBLIC_ATTR,
     ReleaseInfo,
     baseline_method,
+    column_digest,
     holds_geometries,
     is_identifier_name,
     is_linked,
@@ -51,9 +52,11 @@ def test_public_release_has_no_index_and_a_shuffled_order(release, regular_data)
     assert isinstance(public.index, pd.RangeIndex) and public.index.start == 0
     assert list(public.columns) == list(release.columns)
     assert public.crs == release.crs
-    # the marker of shuffled rows, how the points were made and the columns made, nothing else
+    # the marker of shuffled rows, how the points were made and the columns made (with the
+    # digests of their values, which the shuffle keeps), nothing else
+    made = {c: column_digest(release[c]) for c in [*counts.attributes, *counts.covariates]}
     assert public.attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"},
-                            COLUMNS_ATTR: [*counts.attributes, *counts.covariates]}
+                            COLUMNS_ATTR: made}
     assert release.attrs[LINKED_ATTR] is True  # the input is not modified
     # Same rows, other order.
     pd.testing.assert_frame_equal(sorted_rows(public), sorted_rows(release))
@@ -655,3 +658,19 @@ def test_row_digest_hashes_the_wkb_of_the_geometries_as_shapely_writes_it(case):
     expected.update(pd.util.hash_pandas_object(frame["a"], index=False).to_numpy().tobytes())
     expected.update(b"".join(wkb.tolist()))
     assert row_digest(frame) == np.frombuffer(expected.digest(), dtype=np.uint32).tolist()
+
+
+def test_a_columns_digest_ignores_row_order_and_unused_categories_but_no_value():
+    # The record that lets write_release refuse the records' values written over a synthetic
+    # column: a shuffle keeps it, every change of a value (or of the rows held) does not.
+    rng = np.random.default_rng(8)
+    z = pd.Series(rng.normal(size=200))
+    assert column_digest(z) == column_digest(z.sample(frac=1.0, random_state=1))
+    for changed in (z.where(z.index != 5, z[5] + 1e-12), z.iloc[1:], z.round(3),
+                    pd.concat([z, z.iloc[:1]]), z.astype(np.float32)):
+        assert column_digest(changed) != column_digest(z)
+    levels = pd.Series(pd.Categorical(["a", "b", "a"], categories=["a", "b", "c"]))
+    assert column_digest(levels) == column_digest(levels.cat.remove_unused_categories())
+    assert column_digest(levels) != column_digest(levels.replace({"b": "c"}))
+    text = pd.Series(["\udcff", "a"], dtype=object)  # a lone surrogate: hashed by its repr
+    assert column_digest(text) == column_digest(text[::-1]) != column_digest(text.str[:0])
