@@ -784,8 +784,8 @@ def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
 
     Without a model (``released`` None), refuse those the release's synthesizer did not record
     making (:func:`~geosynth.synth.release.recorded_columns`). Either way, refuse a release
-    with columns but no such record (a merge, join or concat drops it); values changed since
-    are :func:`check_edited_columns`'.
+    with columns but no such record (a merge, join or concat drops it). Values changed since
+    are refused by :func:`check_edited_columns`.
     """
     extra = [] if released is None else _unreleased_columns(release, geometry, released)
     if extra:

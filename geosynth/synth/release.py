@@ -1073,8 +1073,9 @@ def recorded_columns(frame: Any) -> dict | None:
         raise InputError(
             f"attrs[{COLUMNS_ATTR!r}] must map each column a synthesizer made to the digest of "
             f"its values (make_release records it), got {describe_value(record)}; the record "
-            f"was altered: remove it (del release.attrs[{COLUMNS_ATTR!r}]) and drop the "
-            "columns that no synthesizer made"
+            "was altered: write the release as geosynth.synthesize and geosynth.to_public "
+            "made it, or, if none of its columns holds values of the records, record them "
+            "again with geosynth.synth.release.record_columns(release)"
         )
     return dict(record)
 

@@ -2377,7 +2377,7 @@ def test_an_altered_record_of_the_columns_is_refused(tmp_path, fitted, record):
     altered, early = public[0].copy(), internal[0].copy()
     altered.attrs[COLUMNS_ATTR] = early.attrs[COLUMNS_ATTR] = record
     with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must map each column a "
-                                         r"synthesizer made to the digest.*del release.attrs"):
+                                         r"synthesizer made to the digest.*record_columns"):
         write_release(tmp_path / "release.gpkg", [altered])
     with pytest.raises(InputError, match=r"attrs\['geosynth_columns'\] must map each column"):
         to_public(early)
