@@ -46,7 +46,7 @@ from geosynth.maps import (
     review_map,
     save_map,
 )
-from geosynth.synth.release import record_columns
+from geosynth.synth.release import POINTS_ATTR, record_columns
 
 LABELS = ["y=0, x1=1", "y=0, x1=2", "y=1, x1=1", "y=1, x1=2"]  # combinations of the scenario
 LEAFLET_ASSETS = {
@@ -528,6 +528,7 @@ def test_public_map_keeps_measurements_in_the_range_of_the_coordinates(data):
     kept = geosynth.to_public(releases[0].to_crs(4326), seed=1)
     kept["lon"], kept["lat"] = kept.geometry.x, kept.geometry.y
     kept["score"] = rng.normal(lonlat.geometry.x.mean(), 2.0, n)
+    del kept.attrs[POINTS_ATTR]  # reprojected by hand: recorded anew in degrees
     record_columns(kept)
     review_map(lonlat, [kept], public=True)
     kept["olon"] = lonlat.geometry.x.round(5).to_numpy()[:n]  # the records' own, to ~1 m
@@ -588,7 +589,11 @@ def test_public_map_refuses_near_copies_of_the_original(data):
     lonlat = original.to_crs(4326)
     with pytest.raises(InputError, match=NEAR_COPY):
         review_map(lonlat, [lonlat.set_geometry(lonlat.translate(1e-8, 1e-8))], public=True)
-    review_map(lonlat, [release.to_crs(4326) for release in releases], public=True)
+    # Reprojected, the releases' points cannot be compared with their record: refused (the
+    # map reprojects them for display itself).
+    with pytest.raises(InputError, match=r"releases\[0\] has its points in another CRS than "
+                                         r"the one its synthesizer drew them in"):
+        review_map(lonlat, [release.to_crs(4326) for release in releases], public=True)
     review_map(original, releases, public=True)  # the synthetic releases of the fit pass
     review_map(original, [shifted], public=False)  # an internal map may show them
 

@@ -118,6 +118,7 @@ from geosynth.synth.release import (
     is_linked,
     is_public,
     is_published,
+    moved_points,
     record_columns,
     recorded_columns,
     refuse_baseline,
@@ -814,9 +815,8 @@ def _check_made_columns(release: gpd.GeoDataFrame, geometry: Any, name: str) -> 
                 f"{name} holds no record of the columns its synthesizer made (pandas drops it "
                 "in merge, join and concat, which may have brought back the records' own "
                 "values): write the releases as geosynth.synthesize and geosynth.to_public "
-                "made them (add columns by assignment, which keeps the record, not by a "
-                "merge); for a release made outside geosynth whose columns hold nothing of "
-                "the records, record them first with "
+                "made them, without a merge; for a release made outside geosynth whose "
+                "columns hold nothing of the records, record them first with "
                 "geosynth.synth.release.record_columns(release)"
             )
         return
@@ -837,9 +837,11 @@ def check_edited_columns(release: gpd.GeoDataFrame, name: str) -> None:
 
     Run after the checks that say more about a value (missing, outside its limits, a level
     the model never fitted): this one catches what they let through, the records' own values
-    written over a synthesized column (:func:`~geosynth.synth.release.edited_columns`). The
-    digests are of whole columns, so a release of some of the rows is refused too; an empty
-    one is not checked.
+    written over a synthesized column (:func:`~geosynth.synth.release.edited_columns`), and
+    points other than those drawn (:func:`~geosynth.synth.release.moved_points`: the
+    records' own locations under a copied record), or in another CRS, where they cannot be
+    compared. The digests are of whole columns, so a release of some of the rows is refused
+    too; an empty one is not checked.
     """
     edited = edited_columns(release) if len(release) else []  # no row, no value to check
     if edited:
@@ -848,6 +850,20 @@ def check_edited_columns(release: gpd.GeoDataFrame, name: str) -> None:
             "those its synthesizer drew (values overwritten or edited since, e.g. with the "
             "records' own values, which would be published; or rows removed or added): write "
             "the release whole, with the values geosynth.synthesize drew, or drop the column"
+        )
+    moved = moved_points(release) if len(release) else None
+    if moved == "crs":
+        raise InputError(
+            f"{name} has its points in another CRS than the one its synthesizer drew them in, "
+            "so they cannot be checked against its record of them; write (or map) the release "
+            "in the CRS it was drawn in, and reproject the published file afterwards"
+        )
+    if moved is not None:
+        raise InputError(
+            f"{name} has points that are not, as a whole, those its synthesizer drew (moved, "
+            "replaced, e.g. by the records' own locations, which would be published; or rows "
+            "removed or added): write the release whole, with the points geosynth.synthesize "
+            "drew"
         )
 
 

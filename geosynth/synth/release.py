@@ -96,9 +96,13 @@ __all__ = [
     "BASELINE_ATTR",
     "BASELINE_METHODS",
     "COLUMNS_ATTR",
+    "POINTS_ATTR",
     "column_digest",
+    "points_record",
     "record_columns",
     "recorded_columns",
+    "recorded_points",
+    "moved_points",
     "edited_columns",
     "keep_recorded_columns",
     "baseline_method",
@@ -139,6 +143,10 @@ BASELINE_ATTR = "geosynth_baseline"
 #: :func:`to_public`: :func:`geosynth.io.write_release` refuses any other column, and any
 #: column whose values changed since (:func:`recorded_columns`).
 COLUMNS_ATTR = "geosynth_columns"
+#: ``attrs`` key of the record of a release's points: the digest of their coordinates as a
+#: multiset and the CRS they were drawn in (:func:`points_record`), set and kept as
+#: :data:`COLUMNS_ATTR`; :func:`geosynth.io.write_release` refuses other points.
+POINTS_ATTR = "geosynth_points"
 #: :attr:`ReleaseInfo.noise` of a DP release whose noise came from fresh OS entropy.
 NOISE_OS_ENTROPY = "os-entropy"
 #: :attr:`ReleaseInfo.noise` of a DP release whose noise came from a caller's seed (tests only):
@@ -729,6 +737,32 @@ def column_digest(values: pd.Series) -> str:
     return hashlib.sha256(np.sort(_value_words(values)).tobytes()).hexdigest()
 
 
+def points_record(frame: gpd.GeoDataFrame) -> dict[str, Any]:
+    """Return the record of ``frame``'s points: their CRS and a digest of their coordinates.
+
+    The digest is the SHA-256 of the number of points and of their coordinates sorted (a
+    multiset: a row shuffle keeps it; a point moved, added or removed changes it).
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        A release.
+
+    Returns
+    -------
+    dict
+        ``{"crs": WKT or None, "digest": hex}``.
+    """
+    import hashlib
+
+    xy = shapely.get_coordinates(np.asarray(frame.geometry.array, dtype=object))
+    xy = np.ascontiguousarray(xy[np.lexsort((xy[:, 1], xy[:, 0]))])
+    digest = hashlib.sha256(str(len(frame)).encode())
+    digest.update(xy.tobytes())
+    return {"crs": None if frame.crs is None else frame.crs.to_wkt(),
+            "digest": digest.hexdigest()}
+
+
 #: The little-endian WKB of a 2-D point: byte order 1, type 1, x, y (21 bytes, no padding).
 _POINT_WKB = np.dtype([("order", "u1"), ("type", "<u4"), ("x", "<f8"), ("y", "<f8")])
 
@@ -1018,27 +1052,99 @@ def keep_recorded_columns(source: Any, target: Any) -> None:
     made = recorded_columns(source)
     if made is not None:
         target.attrs[COLUMNS_ATTR] = {c: made[c] for c in target.columns if c in made}
+    points = recorded_points(source)
+    if points is not None:
+        target.attrs[POINTS_ATTR] = dict(points)
 
 
 def record_columns(frame: pd.DataFrame) -> None:
-    """Record every non-geometry column of ``frame`` as made, with the digest of its values.
+    """Record the columns of ``frame`` not yet recorded as made, with the digests of values.
 
-    :func:`make_release` records the columns of every release it builds; call this on a
-    release made outside geosynth, whose columns hold nothing of the confidential records,
-    before :func:`geosynth.io.write_release` (which refuses columns no record lists, and values
-    changed since they were recorded). Never on a frame with a merged, joined or overwritten
-    column of the records: the record is what lets it through.
+    :func:`make_release` records the columns and points of every release it builds; call this
+    on a release made outside geosynth, whose columns hold nothing of the confidential
+    records, before :func:`geosynth.io.write_release` (which refuses columns no record lists,
+    and values or points changed since they were recorded). Columns and points already
+    recorded keep their record: a value written over a synthesized column stays refused.
+    Never on a frame with a merged or joined column of the records: the record is what lets
+    it through.
 
     Parameters
     ----------
     frame : pandas.DataFrame
-        A release; ``frame.attrs[COLUMNS_ATTR]`` is replaced.
+        A release; ``frame.attrs[COLUMNS_ATTR]`` (and, for a GeoDataFrame with an active
+        geometry, ``frame.attrs[POINTS_ATTR]``) is updated.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The record is altered (:func:`recorded_columns`, :func:`recorded_points`).
     """
+    made = recorded_columns(frame) or {}
     geometry = getattr(getattr(frame, "geometry", None), "name", None)
-    frame.attrs[COLUMNS_ATTR] = {
-        label: column_digest(frame.iloc[:, k]) for k, label in enumerate(frame.columns)
-        if label != geometry and not isinstance(frame.dtypes.iloc[k], gpd.array.GeometryDtype)
-    }
+    for k, label in enumerate(frame.columns):
+        if label not in made and label != geometry and not isinstance(
+                frame.dtypes.iloc[k], gpd.array.GeometryDtype):
+            made[label] = column_digest(frame.iloc[:, k])
+    frame.attrs[COLUMNS_ATTR] = made
+    if geometry is not None and recorded_points(frame) is None:
+        frame.attrs[POINTS_ATTR] = points_record(frame)
+
+
+def recorded_points(frame: Any) -> dict | None:
+    """Return the record of a release's points (:func:`points_record`; None: no record).
+
+    Parameters
+    ----------
+    frame : Any
+        A release.
+
+    Returns
+    -------
+    dict or None
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``attrs[POINTS_ATTR]`` is set to anything but such a record.
+    """
+    attrs = getattr(frame, "attrs", None)
+    record = attrs.get(POINTS_ATTR) if isinstance(attrs, Mapping) else None
+    if record is None:
+        return None
+    if not (isinstance(record, dict) and set(record) == {"crs", "digest"}
+            and isinstance(record["digest"], str)
+            and (record["crs"] is None or isinstance(record["crs"], str))):
+        raise InputError(
+            f"attrs[{POINTS_ATTR!r}] must be the record of the points a synthesizer drew (their "
+            f"CRS and digest), got {describe_value(record)}; the record was altered: write the "
+            "release as geosynth.synthesize and geosynth.to_public made it"
+        )
+    return record
+
+
+def moved_points(frame: gpd.GeoDataFrame) -> str | None:
+    """Say how ``frame``'s points differ from the recorded ones (None: as recorded, or none).
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        A release.
+
+    Returns
+    -------
+    str or None
+        ``"crs"`` if they are in another CRS than recorded (then they cannot be compared),
+        ``"points"`` if they are other points.
+    """
+    record = recorded_points(frame)
+    if record is None:
+        return None
+    now = points_record(frame)
+    if now["crs"] != record["crs"] and not (
+            now["crs"] is not None and record["crs"] is not None
+            and frame.crs.equals(record["crs"])):
+        return "crs"
+    return None if now["digest"] == record["digest"] else "points"
 
 
 def recorded_columns(frame: Any) -> dict | None:

@@ -13,7 +13,7 @@ import pyogrio
 import pyproj
 import shapely
 
-from geosynth.synth.release import PUBLIC_ATTR, record_columns
+from geosynth.synth.release import COLUMNS_ATTR, POINTS_ATTR, PUBLIC_ATTR, record_columns
 
 CRS = "EPSG:31983"
 # Distinctive seeds, so their decimal strings cannot occur in a GeoPackage by chance.
@@ -25,7 +25,9 @@ XMIN, YMIN, XMAX, YMAX = 605_000.0, 7_790_000.0, 615_000.0, 7_800_000.0
 
 
 def with_record(frame):
-    """``frame`` with its columns recorded as made (record_columns), after an edit."""
+    """``frame`` with its columns and points recorded anew as made, after an edit by hand."""
+    frame.attrs.pop(COLUMNS_ATTR, None)
+    frame.attrs.pop(POINTS_ATTR, None)
     record_columns(frame)
     return frame
 

@@ -48,8 +48,11 @@ from geosynth.io import (
 from geosynth.synth.release import (
     COLUMNS_ATTR,
     LINKED_ATTR,
+    POINTS_ATTR,
     PUBLIC_ATTR,
     column_digest,
+    points_record,
+    record_columns,
     release_info,
     set_release_info,
 )
@@ -1024,7 +1027,7 @@ def test_to_public_marks_its_output_and_read_release_too(tmp_path, fitted):
     # with the digest of its values, which the shuffle keeps
     made = {c: column_digest(internal[0][c]) for c in ["y", "x1", "x2", "z"]}
     assert public[0].attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"},
-                               COLUMNS_ATTR: made}
+                               COLUMNS_ATTR: made, POINTS_ATTR: points_record(internal[0])}
     assert internal[0].attrs[COLUMNS_ATTR] == made
     path = tmp_path / "release.gpkg"
     write_release(path, public)
@@ -1920,7 +1923,7 @@ def _many_points(n, seed):
     frame = public_like(n)
     frame.geometry = gpd.points_from_xy(rng.uniform(XMIN, XMAX, n), rng.uniform(YMIN, YMAX, n),
                                         crs=CRS)
-    return frame
+    return with_record(frame)
 
 
 @pytest.fixture
@@ -2174,7 +2177,7 @@ def test_a_release_in_a_crs_without_authority_reads(tmp_path):
     crs = pyproj.CRS("+proj=tmerc +lon_0=-45.5 +k=0.9996 +x_0=500000 +y_0=10000000 "
                      "+ellps=GRS80 +units=m")
     path = tmp_path / "release.gpkg"
-    frame = public_like(4).set_crs(crs, allow_override=True)
+    frame = with_record(public_like(4).set_crs(crs, allow_override=True))
     write_release(path, [frame, frame])
     assert read_release(path).releases[0].crs == crs
     sql(path, ("UPDATE gpkg_spatial_ref_sys SET definition = replace(definition, "
@@ -2346,6 +2349,44 @@ def test_the_records_values_written_over_a_synthetic_column_are_refused(tmp_path
     kept = to_public(public[0], seed=9).to_crs(fit.grid.crs)[["z", "y", "geometry"]]
     write_release(path, [kept, public[1][["z", "y", "geometry"]]], **options)
     assert read_release(path).releases[0]["z"].max() < 98765.0
+
+
+def test_the_records_points_under_a_releases_record_are_refused(tmp_path, fitted, confidential):
+    # A red team copied a public release's attrs onto the confidential frame (Paiva keeps each
+    # record's attributes, so every column digest matched), or set a release's geometry to the
+    # records' points: both were written with fit=, every record's location exact.
+    fit, _, public = fitted
+    forged = confidential[["y", "x1", "x2", "z", "geometry"]].sample(frac=1.0, random_state=2)
+    forged = forged.reset_index(drop=True)
+    forged.attrs = dict(public[0].attrs)
+    forged["z"] = public[0]["z"].to_numpy()  # the synthetic values: every digest matches
+    swapped = public[0].copy()
+    swapped.geometry = confidential.geometry.sample(frac=1.0, random_state=3).to_numpy()
+    for release in (forged, swapped):
+        with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) has points that are "
+                                             r"not, as a whole, those its synthesizer drew.*"
+                                             r"records' own locations"):
+            write_release(tmp_path / "release.gpkg", [release, public[1]], fit=fit)
+    # Reprojected, they cannot be compared with the record: refused, with the way out.
+    with pytest.raises(InputError, match=r"has its points in another CRS than the one its "
+                                         r"synthesizer drew them in.*reproject the published "
+                                         r"file afterwards"):
+        write_release(tmp_path / "release.gpkg", [public[0].to_crs(4326)])
+    assert not (tmp_path / "release.gpkg").exists()
+
+
+def test_recording_columns_again_does_not_approve_an_overwritten_column(tmp_path, fitted,
+                                                                        confidential):
+    # The message on an unrecorded column advises record_columns; it re-recorded every column,
+    # so the records' own z written over the synthetic one was approved along with the label.
+    fit, _, public = fitted
+    overwritten = public[0].copy()
+    overwritten["z"] = confidential["z"].to_numpy()
+    overwritten["note"] = "v1"
+    record_columns(overwritten)  # records note; z keeps the digest of the values drawn
+    with pytest.raises(InputError, match=r"has values in \['z'\] that are not, as a whole"):
+        write_release(tmp_path / "release.gpkg", [overwritten], grid=fit.grid)
+    assert not (tmp_path / "release.gpkg").exists()
 
 
 @pytest.mark.parametrize("combine", ["merge", "join", "concat"])

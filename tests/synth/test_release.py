@@ -16,6 +16,7 @@ from geosynth.synth.release import (
     BASELINE_ATTR,
     COLUMNS_ATTR,
     LINKED_ATTR,
+    POINTS_ATTR,
     PUBLIC_ATTR,
     ReleaseInfo,
     baseline_method,
@@ -26,6 +27,7 @@ from geosynth.synth.release import (
     is_public,
     make_release,
     plain_columns,
+    points_record,
     release_info,
     set_release_info,
 )
@@ -56,7 +58,7 @@ def test_public_release_has_no_index_and_a_shuffled_order(release, regular_data)
     # digests of their values, which the shuffle keeps), nothing else
     made = {c: column_digest(release[c]) for c in [*counts.attributes, *counts.covariates]}
     assert public.attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"},
-                            COLUMNS_ATTR: made}
+                            COLUMNS_ATTR: made, POINTS_ATTR: points_record(release)}
     assert release.attrs[LINKED_ATTR] is True  # the input is not modified
     # Same rows, other order.
     pd.testing.assert_frame_equal(sorted_rows(public), sorted_rows(release))
