@@ -9,9 +9,18 @@ import pytest
 
 import geosynth
 from geosynth import io
-from geosynth.synth.release import COLUMNS_ATTR, POINTS_ATTR, record_columns
+from geosynth.synth.release import record_columns
 from tests.cli.helpers import assert_refused, run
-from tests.io.helpers import CRS, XMIN, YMIN, metadata_value, public_like, set_metadata, sql
+from tests.io.helpers import (
+    CRS,
+    XMIN,
+    YMIN,
+    metadata_value,
+    public_like,
+    set_metadata,
+    sql,
+    with_record,
+)
 
 
 def test_evaluate_prints_tables_and_writes_report(inputs, written_release, tmp_path):
@@ -121,15 +130,6 @@ def test_evaluate_refuses_existing_report(inputs, written_release, tmp_path):
     result = run("evaluate", inputs["gpkg"], written_release, "--report", report, "--overwrite")
     assert result.exit_code == 0, result.output
     assert "distance risk" in report.read_text()
-
-
-def recorded_anew(layer):
-    """``layer`` edited by hand, its columns and points recorded anew (the writer refuses
-    values and points changed after their record)."""
-    layer.attrs.pop(COLUMNS_ATTR, None)
-    layer.attrs.pop(POINTS_ATTR, None)
-    record_columns(layer)
-    return layer
 
 
 # ---------------------------------------------------------------------- release files that are
@@ -286,7 +286,7 @@ def test_evaluate_refuses_a_layer_sharing_no_combination(small_pair, tmp_path):
     original, release = small_pair
     layers = io.read_release(release).releases
     other = tmp_path / "other.gpkg"
-    io.write_release(other, [layers[0], recorded_anew(layers[1].assign(kind="c"))])
+    io.write_release(other, [layers[0], with_record(layers[1].assign(kind="c"))])
     assert_refused(run("evaluate", original, other, "--attributes", "kind"),
                    "original.gpkg and layer synthetic_2 of the release share no combination "
                    "of --attributes kind")
@@ -354,14 +354,14 @@ def test_evaluate_refuses_a_release_without_crs_or_in_degrees(small_pair, tmp_pa
     original, release = small_pair
     layers = io.read_release(release).releases
     bare = tmp_path / "bare.gpkg"
-    io.write_release(bare, [recorded_anew(layer.set_crs(None, allow_override=True))
+    io.write_release(bare, [with_record(layer.set_crs(None, allow_override=True))
                             for layer in layers])
     for args in ([], ["--crs", CRS]):
         result = run("evaluate", original, bare, "--attributes", "kind", *args)
         assert_refused(result, "RELEASE has no CRS", "evaluate a release written with its CRS")
         assert "pass --crs" not in result.output
     degrees = tmp_path / "degrees.gpkg"
-    io.write_release(degrees, [recorded_anew(layer.to_crs(4326)) for layer in layers])
+    io.write_release(degrees, [with_record(layer.to_crs(4326)) for layer in layers])
     result = run("evaluate", original, degrees, "--attributes", "kind")
     assert_refused(result, "RELEASE is in the geographic CRS EPSG:4326 (degrees)")
     assert "to_crs" not in result.output and "Reprojecting" not in result.output
