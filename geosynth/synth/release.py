@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -696,8 +697,6 @@ def row_digest(frame: pd.DataFrame) -> list[int]:
     list of int
         Words for :class:`numpy.random.SeedSequence`.
     """
-    import hashlib
-
     digest = hashlib.sha256(str(len(frame)).encode())
     for position in range(frame.shape[1]):
         values = frame.iloc[:, position]
@@ -711,8 +710,11 @@ def row_digest(frame: pd.DataFrame) -> list[int]:
 def _value_words(values: pd.Series) -> np.ndarray:
     """Return one uint64 hash per value (:func:`pandas.util.hash_pandas_object`), C-ordered."""
     try:
-        words = pd.util.hash_pandas_object(values, index=False).to_numpy()
-    except (TypeError, UnicodeEncodeError):  # unhashable cells (lists), lone surrogates
+        try:
+            words = pd.util.hash_pandas_object(values, index=False).to_numpy()
+        except TypeError:  # lists, dicts: unhashable cells
+            words = pd.util.hash_pandas_object(values.astype(str), index=False).to_numpy()
+    except UnicodeEncodeError:  # text with lone surrogates, which has no UTF-8
         words = pd.util.hash_pandas_object(values.map(repr), index=False).to_numpy()
     return np.ascontiguousarray(words, dtype=np.uint64)
 
@@ -732,8 +734,6 @@ def column_digest(values: pd.Series) -> str:
     -------
     str
     """
-    import hashlib
-
     return hashlib.sha256(np.sort(_value_words(values)).tobytes()).hexdigest()
 
 
@@ -753,8 +753,6 @@ def points_record(frame: gpd.GeoDataFrame) -> dict[str, Any]:
     dict
         ``{"crs": WKT or None, "digest": hex}``.
     """
-    import hashlib
-
     xy = shapely.get_coordinates(np.asarray(frame.geometry.array, dtype=object))
     xy = np.ascontiguousarray(xy[np.lexsort((xy[:, 1], xy[:, 0]))])
     digest = hashlib.sha256(str(len(frame)).encode())
@@ -1015,8 +1013,7 @@ def baseline_method(frame: Any) -> str | None:
         ``attrs[BASELINE_ATTR]`` is set to anything but a method of :data:`BASELINE_METHODS`,
         or the record is altered (:meth:`ReleaseInfo.from_attrs`).
     """
-    attrs = getattr(frame, "attrs", None)
-    marker = attrs.get(BASELINE_ATTR) if isinstance(attrs, Mapping) else None
+    marker = _attrs_entry(frame, BASELINE_ATTR)
     if marker is not None:
         method = str.__str__(marker) if isinstance(marker, str) else None
         if method not in BASELINE_METHODS:
@@ -1080,13 +1077,12 @@ def record_columns(frame: pd.DataFrame) -> None:
         The record is altered (:func:`recorded_columns`, :func:`recorded_points`).
     """
     made = recorded_columns(frame) or {}
-    geometry = getattr(getattr(frame, "geometry", None), "name", None)
-    for k, label in enumerate(frame.columns):
-        if label not in made and label != geometry and not isinstance(
-                frame.dtypes.iloc[k], gpd.array.GeometryDtype):
-            made[label] = column_digest(frame.iloc[:, k])
+    for label in plain_columns(frame):
+        if label not in made:
+            made[label] = column_digest(frame[label])
     frame.attrs[COLUMNS_ATTR] = made
-    if geometry is not None and recorded_points(frame) is None:
+    has_points = getattr(frame, "geometry", None) is not None  # an active geometry
+    if has_points and recorded_points(frame) is None:
         frame.attrs[POINTS_ATTR] = points_record(frame)
 
 
@@ -1107,8 +1103,7 @@ def recorded_points(frame: Any) -> dict | None:
     geosynth.errors.InputError
         ``attrs[POINTS_ATTR]`` is set to anything but such a record.
     """
-    attrs = getattr(frame, "attrs", None)
-    record = attrs.get(POINTS_ATTR) if isinstance(attrs, Mapping) else None
+    record = _attrs_entry(frame, POINTS_ATTR)
     if record is None:
         return None
     if not (isinstance(record, dict) and set(record) == {"crs", "digest"}
@@ -1139,12 +1134,10 @@ def moved_points(frame: gpd.GeoDataFrame) -> str | None:
     record = recorded_points(frame)
     if record is None:
         return None
-    now = points_record(frame)
-    if now["crs"] != record["crs"] and not (
-            now["crs"] is not None and record["crs"] is not None
-            and frame.crs.equals(record["crs"])):
+    if (frame.crs is None) != (record["crs"] is None) or (
+            frame.crs is not None and not frame.crs.equals(record["crs"])):
         return "crs"
-    return None if now["digest"] == record["digest"] else "points"
+    return None if points_record(frame)["digest"] == record["digest"] else "points"
 
 
 def recorded_columns(frame: Any) -> dict | None:
@@ -1171,8 +1164,7 @@ def recorded_columns(frame: Any) -> dict | None:
     geosynth.errors.InputError
         ``attrs[COLUMNS_ATTR]`` is set to anything but a dict of column labels and digests.
     """
-    attrs = getattr(frame, "attrs", None)
-    record = attrs.get(COLUMNS_ATTR) if isinstance(attrs, Mapping) else None
+    record = _attrs_entry(frame, COLUMNS_ATTR)
     if record is None:
         return None
     if not (isinstance(record, dict) and all(isinstance(v, str) for v in record.values())):
@@ -1261,6 +1253,12 @@ def is_published(frame: Any) -> bool:
         True if ``frame.attrs[PUBLISHED_ATTR]`` is True.
     """
     return _marked(frame, PUBLISHED_ATTR)
+
+
+def _attrs_entry(frame: Any, key: str) -> Any:
+    """Return ``frame.attrs[key]`` (None where ``frame`` has no such entry or no attrs)."""
+    attrs = getattr(frame, "attrs", None)
+    return attrs.get(key) if isinstance(attrs, Mapping) else None
 
 
 def _marked(frame: Any, key: str) -> bool:
